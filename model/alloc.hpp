@@ -1,0 +1,54 @@
+// The allocator underneath the steps: per-form slot pools and free lists (RL2), the state table,
+// admission within the GPU budget with eviction by form priority (RL1), and the disk tier's pool.
+#pragma once
+
+#include <cstdint>
+
+#include "model/world.hpp"
+
+namespace kvcheck::model {
+
+struct Eviction {
+    Form form;
+    std::uint64_t bytes;
+};
+
+// Evictions an admission caused, for metrics. Bounded by the number of evictable segments.
+struct AdmissionLog {
+    std::vector<Eviction> evicted;
+    bool refused = false;
+};
+
+// Registers a new segment in the state table and gives it a GPU slot, evicting by form priority
+// to stay within the budget. Returns kNone when admission is refused (everything else pinned).
+std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint32_t start, std::uint32_t end,
+                             std::uint64_t key, std::uint32_t owner, AdmissionLog* log);
+
+// Gives an existing (on-disk) segment a GPU slot again; false when admission is refused.
+bool admit_slot(World& w, std::uint32_t id, AdmissionLog* log);
+
+// Drops a segment entirely: unpublished, slot and disk copy freed, epoch bumped.
+void free_segment(World& w, std::uint32_t id);
+
+// Releases only the GPU slot of a segment (after an offload or a failed load).
+void release_slot(World& w, std::uint32_t id);
+
+void publish(World& w, std::uint32_t id);
+void unpublish(World& w, std::uint32_t id);
+void pin(World& w, std::uint32_t id);
+void unpin(World& w, std::uint32_t id);
+void touch(World& w, std::uint32_t id);
+
+// Keeps the eviction candidate sets in step with a segment's pins, stage and residency.
+void refresh_evictable(World& w, std::uint32_t id);
+bool is_evictable(const World& w, const Segment& s);
+
+// Moves a resident segment to a fresh slot of its pool (compaction, F10).
+void relocate(World& w, std::uint32_t id);
+
+std::uint32_t allocate_disk(World& w, std::uint32_t owner);
+void free_disk(World& w, std::uint32_t id);
+
+std::uint64_t canonical_address(Form pool, std::uint32_t slot);
+
+}  // namespace kvcheck::model

@@ -1,0 +1,277 @@
+// Invariant predicates. Read-time checks judge each planned read against the ground truth (what
+// the world really holds), never against what the policy believed; structural checks walk the
+// whole state table and are enabled by explorers, property tests and debug runs.
+#include "model/invariants.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "model/core.hpp"
+
+namespace kvcheck::model {
+
+namespace {
+
+struct Range {
+    std::uint8_t group;
+    std::uint32_t start;
+    std::uint32_t end;
+};
+
+// What group g must hold to resume at len tokens, by the group's own form semantics.
+void required_ranges(const World& w, std::uint8_t g, std::uint32_t len, std::vector<Range>& out) {
+    if (len == 0) return;
+    const CacheGroup& grp = w.group(g);
+    const std::uint32_t block = grp.block_tokens;
+    const std::uint32_t end = len / block * block;
+    auto blocks = [&](std::uint32_t from) {
+        for (std::uint32_t x = from / block * block; x < end; x += block) out.push_back({g, x, x + block});
+    };
+    switch (grp.kind) {
+        case GroupKind::full: {
+            const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
+            if (grp.segment_tokens == block) return blocks(0);
+            for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) out.push_back({g, x, x + grp.segment_tokens});
+            return blocks(boundary);
+        }
+        case GroupKind::swa: return blocks(len > grp.window_tokens ? len - grp.window_tokens : 0);
+        case GroupKind::chunked: return blocks(len / grp.window_tokens * grp.window_tokens);
+        case GroupKind::indexer: return blocks(0);
+        case GroupKind::linear: out.push_back({g, 0, len}); return;
+    }
+}
+
+std::string entry_text(const World& w, std::uint32_t r, const PlanEntry& e) {
+    return "request " + std::to_string(r) + " group " + w.group(e.group).name + " " + std::string(form_name(e.form)) +
+           " [" + std::to_string(e.start) + "," + std::to_string(e.end) + ")" +
+           (e.segment == kNone ? std::string(" (nothing registered)") : " segment " + std::to_string(e.segment));
+}
+
+std::string mismatch_cause(const ReadFact& f) {
+    if (!f.present) return "nothing was registered for this range";
+    if (!f.epoch_ok) return "the segment changed after validation (evicted, moved or reloaded)";
+    if (!f.resident) return "the segment was registered but not resident";
+    if (!f.layout_ok) return "the segment is in another kernel layout";
+    if (!f.aligned) return "the block address is misaligned";
+    if (!f.whole) return "the segment is missing blocks";
+    if (!f.index_ok) return "the index was built over another KV version";
+    return "the stored content belongs to another version, position or an unfinished write";
+}
+
+void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
+    const Request& q = w.requests[r];
+    const std::uint32_t len = q.resume_len;
+    const std::vector<ReadFact> facts = read_facts(w, r);
+    auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
+    if (len % w.derived.lcm_tokens != 0)
+        fail("VL1_lcm_boundary", "request " + std::to_string(r) + " resumes at " + std::to_string(len) +
+                                     " tokens, not a multiple of the LCM block boundary " + std::to_string(w.derived.lcm_tokens));
+    std::vector<Range> need;
+    for (std::uint8_t g = 0; g < w.config->groups.size(); ++g) required_ranges(w, g, len, need);
+    for (const Range& n : need) {
+        const bool covered = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& f) {
+            return f.present && f.entry.group == n.group && f.entry.start == n.start && f.entry.end == n.end;
+        });
+        if (!covered) {
+            const CacheGroup& grp = w.group(n.group);
+            const bool window = grp.kind == GroupKind::swa || grp.kind == GroupKind::chunked;
+            fail(window ? "FM3_swa_window" : "VL3_group_intersection",
+                 "request " + std::to_string(r) + " resumes at " + std::to_string(len) + " but group " + grp.name +
+                     " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) + ")");
+            if (window)
+                fail("VL3_group_intersection", "group " + grp.name + " cannot resume at " + std::to_string(len) +
+                                                   " (request " + std::to_string(r) + ")");
+        }
+    }
+    for (const ReadFact& f : facts) {
+        const PlanEntry& e = f.entry;
+        if (e.end > len && w.group(e.group).kind != GroupKind::linear)
+            fail("VL3_group_intersection", entry_text(w, r, e) + " reads past the common resume point " + std::to_string(len));
+        if (f.present && !f.epoch_ok)
+            fail("RL3_toctou", entry_text(w, r, e) + " is read although its epoch changed since validation (" +
+                                   std::to_string(e.epoch) + " -> " + std::to_string(w.segments[e.segment].epoch) + ")");
+        if (f.present && f.epoch_ok && !f.resident)
+            fail("FM5_resident", entry_text(w, r, e) + " is read while registered but not resident (stage " +
+                                     std::string(stage_name(w.segments[e.segment].stage)) + ")");
+        if (f.present && !f.layout_ok) fail("VL2_layout", entry_text(w, r, e) + " is read by a kernel of another layout");
+        if (f.resident && !f.aligned)
+            fail("VL4_alignment", entry_text(w, r, e) + " is read at a misaligned address");
+        if (f.present && f.epoch_ok && !f.whole) fail("FM1_segment_whole", entry_text(w, r, e) + " is read with blocks missing");
+        if (f.present && !f.index_ok)
+            fail("FM4_index_version", entry_text(w, r, e) + " routes over a KV version it was not built for");
+        if (e.form == Form::uncompressed_tail && f.present) {
+            const CacheGroup& grp = w.group(e.group);
+            const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
+            const Segment& s = w.segments[e.segment];
+            if (s.anchor != boundary || e.start < boundary)
+                fail("FM2_tail_boundary", entry_text(w, r, e) + " continues the boundary at " + std::to_string(s.anchor) +
+                                              " but the compressed segments end at " + std::to_string(boundary));
+        }
+        if (e.form == Form::uncompressed_tail && f.present) {
+            const CacheGroup& grp = w.group(e.group);
+            const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
+            for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) {
+                const bool have = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& o) {
+                    return o.present && o.entry.group == e.group && o.entry.form == Form::compressed_kv && o.entry.start == x;
+                });
+                if (!have) {
+                    fail("FM2_tail_boundary", entry_text(w, r, e) + " follows a gap: no compressed segment for [" +
+                                                  std::to_string(x) + "," + std::to_string(x + grp.segment_tokens) + ")");
+                    break;
+                }
+            }
+        }
+        if (f.expected != f.actual)
+            fail("OR1_ground_truth", entry_text(w, r, e) + " holds content that differs from the ground truth: " + mismatch_cause(f));
+    }
+}
+
+void check_structure(const World& w, std::vector<Violation>& out) {
+    auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
+    // RL2: every slot is owned by one live segment of its own form, or free in exactly its pool's list.
+    std::vector<int> listed(w.slots.size(), 0);
+    for (int f = 0; f < kFormCount; ++f)
+        for (std::uint32_t id : w.free_slots[f]) {
+            ++listed[id];
+            if (w.slots[id].pool != static_cast<Form>(f))
+                fail("RL2_form_separation", "slot " + std::to_string(id) + " sits in the free list of another form");
+        }
+    for (std::uint32_t id : w.shared_free_slots) ++listed[id];
+    for (std::uint32_t id = 0; id < w.slots.size(); ++id) {
+        const Slot& s = w.slots[id];
+        const std::string name = "slot " + std::to_string(id) + " of the " + std::string(form_name(s.pool)) + " pool";
+        if (s.owner == kNone) {
+            if (listed[id] != 1) fail("RL2_form_separation", name + " is free but in " + std::to_string(listed[id]) + " free lists");
+            if (s.label != kNoLabel)
+                fail("RL2_form_separation", name + " is free but still carries the form label " +
+                                                std::string(form_name(static_cast<Form>(s.label))));
+        } else {
+            const Segment& seg = w.segments[s.owner];
+            if (listed[id] != 0) fail("RL2_form_separation", name + " is owned and free at once");
+            if (!seg.live || seg.slot != id) fail("ST1_state_table", name + " is owned by a segment that does not hold it");
+            else if (seg.form != s.pool)
+                fail("RL2_form_separation", name + " holds a " + std::string(form_name(seg.form)) + " segment");
+        }
+    }
+    // ST1: the index and the state table agree; the byte accounting adds up.
+    std::uint64_t used = 0;
+    std::uint32_t live = 0;
+    std::map<std::uint32_t, std::uint32_t> pins;
+    for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
+        const Segment& s = w.segments[id];
+        if (!s.live) continue;
+        ++live;
+        used += kStateEntryBytes + (s.slot != kNone ? w.bytes_of(s) : 0);
+        if (s.published && w.find(s.key, s.group, s.is_tail) != id)
+            fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
+    }
+    for (const auto& [key, id] : w.index)
+        if (id >= w.segments.size() || !w.segments[id].live || !w.segments[id].published)
+            fail("ST1_state_table", "the prefix index points at segment " + std::to_string(id) + ", which is not a live published entry");
+    if (live != w.live_segments) fail("ST1_state_table", "live segment count drifted");
+    if (used != w.gpu_used_bytes)
+        fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " + std::to_string(used));
+    // ST2: pins are exactly the holds requests keep.
+    for (const Request& q : w.requests)
+        for (std::uint32_t id : q.pinned) ++pins[id];
+    for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
+        const auto it = pins.find(id);
+        const std::uint32_t held = it == pins.end() ? 0 : it->second;
+        if (w.segments[id].live && w.segments[id].pins != held)
+            fail("ST2_pins", "segment " + std::to_string(id) + " has " + std::to_string(w.segments[id].pins) +
+                                 " pins but requests hold " + std::to_string(held));
+    }
+    // RL4, full form: every live graph's addresses still hold the segment it captured.
+    for (std::uint32_t r = 0; r < w.graphs.size(); ++r) {
+        if (!w.graphs[r].live) continue;
+        for (const GraphRef& ref : w.graphs[r].refs) {
+            const Segment& s = w.segments[ref.segment];
+            if (!s.live || s.slot != ref.slot || w.slots[ref.slot].address != ref.address)
+                fail("RL4_graph_topology", "the graph captured for request " + std::to_string(r) + " references segment " +
+                                               std::to_string(ref.segment) + " at an address that has moved or been freed");
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
+    const Request& q = w.requests[r];
+    const RequestSpec& spec = *q.spec;
+    std::vector<ReadFact> facts;
+    facts.reserve(q.plan.size());
+    for (const PlanEntry& e : q.plan) {
+        ReadFact f;
+        f.entry = e;
+        const CacheGroup& grp = w.group(e.group);
+        f.present = e.segment != kNone;
+        if (e.slot != kNone) {
+            const Slot& slot = w.slots[e.slot];
+            f.aligned = slot.address % kAlignBytes == 0;
+            f.actual = f.aligned ? slot.content : hash_combine(slot.content, slot.address);
+        }
+        if (f.present) {
+            const Segment& s = w.segments[e.segment];
+            f.epoch_ok = s.live && s.epoch == e.epoch;
+            f.resident = s.live && s.slot != kNone && s.slot == e.slot &&
+                         (s.stage == Stage::ready || s.stage == Stage::offloading || s.stage == Stage::evicting);
+            f.layout_ok = s.layout_id == w.current_layout(e.group);
+            f.whole = s.whole && s.stage != Stage::evicting;
+            if (grp.kind == GroupKind::indexer) {
+                const std::uint32_t kv = w.find(s.key, static_cast<std::uint8_t>(grp.indexed_group), false);
+                f.index_ok = kv != kNone && w.segments[kv].data_version == s.indexed_version;
+            }
+        }
+        if (grp.kind == GroupKind::linear) {
+            f.expected = truth_tag(w, spec, e.group, 0, e.end);
+        } else {
+            const std::uint64_t base = truth_tag(w, spec, e.group, e.start, e.end);
+            if (e.form == Form::uncompressed_tail) {
+                f.expected = hash_combine(base, q.resume_len / grp.segment_tokens * grp.segment_tokens) | 1;
+            } else if (grp.kind == GroupKind::indexer) {
+                const std::uint32_t kv = w.find(spec.key(e.end), static_cast<std::uint8_t>(grp.indexed_group), false);
+                f.expected = hash_combine(base, kv == kNone ? 0 : w.segments[kv].data_version) | 1;
+            } else {
+                f.expected = base;
+            }
+        }
+        facts.push_back(f);
+    }
+    return facts;
+}
+
+const std::vector<InvariantInfo>& invariant_catalogue() {
+    static const std::vector<InvariantInfo> all = {
+        {"RL1_admission_cap", "all resident forms plus the state table stay within the GPU budget"},
+        {"RL2_form_separation", "one free list per form; a free block carries no form label and sits in exactly one list"},
+        {"RL3_toctou", "no read of a segment whose epoch changed since it was validated"},
+        {"RL4_graph_topology", "no address referenced by a live captured graph moves or is freed without recapture"},
+        {"VL1_lcm_boundary", "every resume length lies on the LCM of all groups' block sizes"},
+        {"VL2_layout", "every segment read is in the reading kernel's layout"},
+        {"VL3_group_intersection", "every group is resumable at the common resume point and none reads past it"},
+        {"VL4_alignment", "every block read sits at an aligned address"},
+        {"FM1_segment_whole", "a compressed segment is read only when every block of it is intact"},
+        {"FM2_tail_boundary", "a tail read starts exactly at the compression boundary after whole segments"},
+        {"FM3_swa_window", "a window read covers [pos-W, pos) with blocks that are live now"},
+        {"FM4_index_version", "an index read was built over the KV version being read"},
+        {"FM5_resident", "a segment read is resident on the GPU, not just registered"},
+        {"OR1_ground_truth", "every resume reads content equal to the ground truth"},
+        {"ST1_state_table", "the prefix index, slots and byte accounting agree with the state table"},
+        {"ST2_pins", "pin counts equal the holds requests keep"},
+    };
+    return all;
+}
+
+void check_invariants(const World& w, const StepOutcome& outcome, bool structural, std::vector<Violation>& out) {
+    if (w.gpu_used_bytes > w.limits.gpu_budget_bytes)
+        out.push_back({"RL1_admission_cap", "GPU bytes in use " + std::to_string(w.gpu_used_bytes) + " exceed the budget " +
+                                                std::to_string(w.limits.gpu_budget_bytes)});
+    if (w.cross_form_reuse > 0)
+        out.push_back({"RL2_form_separation", "a block of one form's pool was handed out for another form"});
+    if (w.moved_under_graph > 0 || outcome.graph_moved)
+        out.push_back({"RL4_graph_topology", "a segment referenced by a live captured graph was moved or freed without recapture"});
+    if (outcome.read_request != kNone) check_read(w, outcome.read_request, out);
+    if (structural) check_structure(w, out);
+}
+
+}  // namespace kvcheck::model

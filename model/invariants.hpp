@@ -1,0 +1,46 @@
+// Executable invariants, named after the design: red lines RL1-RL4, validation layers VL1-VL4,
+// per-form resumability FM1-FM5, the oracle OR1 and the structural state-table checks ST1-ST2.
+// Each is a predicate over the World and the step just taken that explains any violation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/steps.hpp"
+
+namespace kvcheck::model {
+
+struct Violation {
+    std::string invariant;  // e.g. "RL3_toctou"
+    std::string message;    // a sentence a person can act on
+};
+
+// What one planned read actually touches, judged against the ground truth rather than the policy.
+struct ReadFact {
+    PlanEntry entry;
+    std::uint64_t expected = 0;   // ground-truth tag for what the reader believes it reads
+    std::uint64_t actual = 0;     // tag of the bytes it really reads
+    bool present = false;         // a segment is registered for the range
+    bool epoch_ok = false;        // RL3: same segment, same epoch as at validation
+    bool resident = false;        // FM5: on the GPU, in the slot the reader uses
+    bool layout_ok = false;       // VL2
+    bool aligned = false;         // VL4
+    bool whole = false;           // FM1
+    bool index_ok = true;         // FM4 (indexer entries)
+};
+
+std::vector<ReadFact> read_facts(const World& world, std::uint32_t request);
+
+struct InvariantInfo {
+    std::string_view name;
+    std::string_view summary;
+};
+const std::vector<InvariantInfo>& invariant_catalogue();
+
+// Checks every invariant after `step` produced `outcome`; appends violations to `out`.
+// `structural` adds the O(state) checks (RL2, ST1), which debug runs and explorers always enable.
+void check_invariants(const World& world, const StepOutcome& outcome, bool structural, std::vector<Violation>& out);
+
+}  // namespace kvcheck::model

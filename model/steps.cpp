@@ -1,0 +1,602 @@
+// The steps: a request's lifecycle (lookup, pin, revalidate, allocate, read, commit, decode,
+// finish), the evictor, the I/O engine, the graph capturer and the fault injector (F1-F11).
+#include "model/steps.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "model/core.hpp"
+
+namespace kvcheck::model {
+
+namespace {
+
+constexpr std::array<std::string_view, kStepKindCount> kStepNames = {
+    "lookup",  "pin",       "revalidate",   "allocate",        "read",          "commit",        "decode",
+    "finish",  "capture_graph", "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
+    "skew_index", "bump_model_version", "change_layout", "misaligned_reload", "migrate", "lose_block"};
+
+std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
+    for (std::size_t g = 0; g < w.config->groups.size(); ++g)
+        if (w.config->groups[g].kind == GroupKind::indexer && w.config->groups[g].indexed_group == kv_group)
+            return static_cast<std::uint8_t>(g);
+    return 0xFF;
+}
+
+// The tag a correct write of this segment by this request produces.
+std::uint64_t written_content(const World& w, const RequestSpec& spec, const Segment& s) {
+    const CacheGroup& grp = w.group(s.group);
+    if (grp.kind == GroupKind::linear) return truth_tag(w, spec, s.group, 0, s.anchor);
+    const std::uint64_t base = truth_tag(w, spec, s.group, s.start, s.end);
+    if (s.is_tail) return hash_combine(base, s.anchor) | 1;
+    if (grp.kind == GroupKind::indexer) return hash_combine(base, s.indexed_version) | 1;
+    return base;
+}
+
+void hold(World& w, Request& q, std::uint32_t id) {
+    pin(w, id);
+    q.pinned.push_back(id);
+}
+
+void let_go(World& w, Request& q, std::uint32_t id) {
+    const auto it = std::find(q.pinned.begin(), q.pinned.end(), id);
+    if (it == q.pinned.end()) return;
+    q.pinned.erase(it);
+    unpin(w, id);
+}
+
+void release_graph(World& w, std::uint32_t r) {
+    Graph& g = w.graphs[r];
+    if (!g.live) return;
+    for (const GraphRef& ref : g.refs) {
+        Segment& s = w.segments[ref.segment];
+        if (s.graph_refs > 0) {
+            --s.graph_refs;
+            refresh_evictable(w, ref.segment);
+        }
+    }
+    g.refs.clear();
+    g.live = false;
+}
+
+void capture(World& w, std::uint32_t r) {
+    Graph& g = w.graphs[r];
+    for (std::uint32_t id : w.requests[r].pinned) {
+        Segment& s = w.segments[id];
+        if (!s.live || s.slot == kNone) continue;
+        g.refs.push_back({id, s.slot, w.slots[s.slot].address});
+        ++s.graph_refs;
+        refresh_evictable(w, id);
+    }
+    g.live = true;
+}
+
+// A request's working set changed under its captured graph: the guard recaptures, the mutant does not.
+void working_set_changed(World& w, std::uint32_t r, StepOutcome& out) {
+    if (!w.graphs[r].live || !w.defenses.graph_guard) return;
+    release_graph(w, r);
+    capture(w, r);
+    ++out.recaptures;
+}
+
+// Creates one segment this request writes, pinned by it. False when admission refused it.
+bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uint32_t start, std::uint32_t end,
+                  std::uint64_t key, std::uint32_t anchor, StepOutcome& out) {
+    Request& q = w.requests[r];
+    AdmissionLog log;
+    const std::uint32_t id = create_segment(w, g, form, start, end, key, q.spec->uid, &log);
+    out.evicted.insert(out.evicted.end(), log.evicted.begin(), log.evicted.end());
+    if (id == kNone) {
+        q.uncached = true;
+        out.admission_refused = true;
+        return false;
+    }
+    w.segments[id].anchor = anchor;
+    q.owned.push_back(id);
+    hold(w, q, id);
+    return true;
+}
+
+// Registers the segments for tokens (from, to] becoming computed, group by group.
+void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to, StepOutcome& out) {
+    Request& q = w.requests[r];
+    const RequestSpec& spec = *q.spec;
+    for (std::uint8_t g = 0; g < w.config->groups.size() && !q.uncached; ++g) {
+        const CacheGroup& grp = w.group(g);
+        const std::uint32_t block = grp.block_tokens;
+        const std::uint32_t first_end = (from / block + 1) * block;
+        switch (grp.kind) {
+            case GroupKind::full: {
+                const std::uint32_t seg_len = grp.segment_tokens;
+                const std::uint32_t boundary = to / seg_len * seg_len;
+                for (std::uint32_t e = (from / seg_len + 1) * seg_len; e <= to && !q.uncached; e += seg_len)
+                    create_owned(w, r, g, Form::compressed_kv, e - seg_len, e, spec.key(e), 0, out);
+                if (seg_len == block) break;
+                for (std::uint32_t e = std::max(first_end, boundary + block); e <= to && !q.uncached; e += block)
+                    create_owned(w, r, g, Form::uncompressed_tail, e - block, e, spec.key(e), boundary, out);
+                break;
+            }
+            case GroupKind::swa:
+            case GroupKind::chunked:
+            case GroupKind::indexer:
+                for (std::uint32_t e = first_end; e <= to && !q.uncached; e += block)
+                    create_owned(w, r, g, primary_form(grp), e - block, e, spec.key(e), 0, out);
+                break;
+            case GroupKind::linear:
+                for (std::uint32_t p = first_end; p <= to && !q.uncached; p += block) {
+                    // Mutant `min-block-size-index`: the checkpoint's block number is counted in the
+                    // smallest block size of all groups, then read back in the group's own size.
+                    const std::uint32_t at = w.defenses.own_block_size_index ? p : p / w.derived.min_block_tokens * block;
+                    if (at > spec.input_tokens + spec.output_tokens) continue;
+                    create_owned(w, r, g, Form::linear_state, 0, at, spec.key(at), p, out);
+                }
+                break;
+        }
+    }
+}
+
+// Finishes the writes of segments registered by write_range: content, ready, published.
+void complete_writes(World& w, std::uint32_t r) {
+    Request& q = w.requests[r];
+    for (std::uint32_t id : q.owned) {
+        Segment& s = w.segments[id];
+        if (!s.live || s.owner != q.spec->uid || s.slot == kNone) continue;
+        if (s.stage != Stage::writing && !(s.stage == Stage::ready && w.slots[s.slot].content == 0)) continue;
+        if (w.group(s.group).kind == GroupKind::indexer) {
+            const auto kv_group = static_cast<std::uint8_t>(w.group(s.group).indexed_group);
+            const std::uint32_t kv = w.find(s.key, kv_group, false);
+            s.indexed_version = kv == kNone ? 0 : w.segments[kv].data_version;
+        }
+        w.slots[s.slot].content = written_content(w, *q.spec, s);
+        s.stage = Stage::ready;
+        publish(w, id);
+        touch(w, id);
+    }
+    q.owned.clear();
+}
+
+// Drops the request's hold on blocks it no longer attends to: windows that slid past and
+// rolling tails folded into a compressed segment. Freed tails are the rolling buffer's reuse (F7).
+void slide(World& w, std::uint32_t r, StepOutcome& out) {
+    Request& q = w.requests[r];
+    bool changed = false;
+    for (std::size_t i = 0; i < q.pinned.size();) {
+        const std::uint32_t id = q.pinned[i];
+        const Segment& s = w.segments[id];
+        const CacheGroup& grp = w.group(s.group);
+        bool drop = false;
+        if (grp.kind == GroupKind::swa) drop = s.end + grp.window_tokens <= q.pos;
+        else if (grp.kind == GroupKind::chunked) drop = s.end <= q.pos / grp.window_tokens * grp.window_tokens;
+        else if (s.is_tail) drop = s.end <= q.pos / grp.segment_tokens * grp.segment_tokens;
+        if (!drop) {
+            ++i;
+            continue;
+        }
+        const bool own_tail = s.is_tail && s.owner == q.spec->uid;
+        let_go(w, q, id);
+        changed = true;
+        if (own_tail && w.segments[id].pins == 0 && w.segments[id].stage == Stage::ready) {
+            out.evicted.push_back({Form::uncompressed_tail, w.bytes_of(w.segments[id])});
+            free_segment(w, id);
+        }
+    }
+    if (changed) working_set_changed(w, r, out);
+}
+
+bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out) {
+    Segment& s = w.segments[id];
+    if (s.stage != Stage::on_disk) return false;
+    AdmissionLog log;
+    if (!admit_slot(w, id, &log)) {
+        out.admission_refused = true;
+        return false;
+    }
+    out.evicted.insert(out.evicted.end(), log.evicted.begin(), log.evicted.end());
+    s.stage = Stage::loading;
+    IoOp op{id, r, IoKind::load, true};
+    auto slot = std::find_if(w.io.begin(), w.io.end(), [](const IoOp& o) { return !o.live; });
+    if (slot == w.io.end()) slot = w.io.insert(w.io.end(), op);
+    else *slot = op;
+    out.io_started.push_back(static_cast<std::uint32_t>(slot - w.io.begin()));
+    return true;
+}
+
+void drop_plan(World& w, Request& q) {
+    for (const PlanEntry& e : q.plan)
+        if (e.segment != kNone) let_go(w, q, e.segment);
+    q.plan.clear();
+}
+
+void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
+    Request& q = w.requests[r];
+    if (q.phase == Phase::io_done && !w.defenses.drop_verdict_on_failed_load) {
+        // Mutant `sticky-lookup`: the verdict given before the loads stands, whatever they did.
+        q.phase = Phase::validated;
+        q.verdict = VerdictKind::resumable;
+        return;
+    }
+    LookupResult res = lookup(w, q);
+    if (q.lookups >= w.limits.max_lookups) {
+        res.verdict = VerdictKind::full_recompute;
+        res.resume_len = 0;
+        res.recompute_from = 0;
+        res.plan.clear();
+        res.loads.clear();
+    }
+    ++q.lookups;
+    q.hash_hit_len = res.hash_hit_len;
+    q.resume_len = res.resume_len;
+    q.verdict = res.verdict;
+    q.plan = res.plan;
+    q.config_epoch_at_lookup = w.config_epoch;
+    for (const PlanEntry& e : q.plan)
+        if (e.segment != kNone && w.segments[e.segment].live) touch(w, e.segment);
+    q.phase = Phase::validated;
+    if (res.verdict == VerdictKind::io_wait) {
+        q.pending_loads = 0;
+        for (std::uint32_t id : res.loads)
+            if (start_load(w, r, id, out)) ++q.pending_loads;
+        if (q.pending_loads > 0) q.phase = Phase::waiting_io;
+        else {
+            q.load_failed = true;
+            q.plan.clear();
+            q.phase = Phase::arrived;
+        }
+    }
+    out.lookup = std::move(res);
+}
+
+void do_pin(World& w, std::uint32_t r) {
+    Request& q = w.requests[r];
+    if (w.defenses.pin) {
+        const std::uint8_t first = q.plan.empty() ? 0 : q.plan.front().group;
+        for (const PlanEntry& e : q.plan) {
+            if (e.segment == kNone || !w.segments[e.segment].live) continue;
+            if (!w.defenses.pin_all_groups_first && e.group != first) continue;  // pinned after allocation
+            hold(w, q, e.segment);
+        }
+    }
+    q.phase = Phase::pinned;
+}
+
+void do_revalidate(World& w, std::uint32_t r, StepOutcome& out) {
+    Request& q = w.requests[r];
+    if (w.defenses.revalidate) {
+        bool stale = w.config_epoch != q.config_epoch_at_lookup;
+        for (const PlanEntry& e : q.plan) {
+            if (e.segment == kNone) continue;
+            const Segment& s = w.segments[e.segment];
+            stale = stale || !s.live || s.epoch != e.epoch;
+        }
+        if (stale) {
+            drop_plan(w, q);
+            q.phase = Phase::arrived;
+            out.stale_revalidation = true;
+            return;
+        }
+    }
+    q.phase = Phase::revalidated;
+}
+
+void do_allocate(World& w, std::uint32_t r, StepOutcome& out) {
+    Request& q = w.requests[r];
+    write_range(w, r, q.resume_len, q.spec->input_tokens, out);
+    if (w.defenses.pin && !w.defenses.pin_all_groups_first) {
+        const std::uint8_t first = q.plan.empty() ? 0 : q.plan.front().group;
+        for (const PlanEntry& e : q.plan)
+            if (e.segment != kNone && e.group != first && w.segments[e.segment].live) hold(w, q, e.segment);
+    }
+    if (!w.defenses.publish_after_complete) {
+        // Mutant `hash-before-complete`: the hash goes out with the allocation, before the content.
+        for (std::uint32_t id : q.owned) {
+            w.segments[id].stage = Stage::ready;
+            publish(w, id);
+            refresh_evictable(w, id);
+        }
+    }
+    q.phase = Phase::allocated;
+}
+
+void do_commit(World& w, std::uint32_t r, StepOutcome& out) {
+    Request& q = w.requests[r];
+    complete_writes(w, r);
+    out.tokens_computed = q.spec->input_tokens - q.resume_len;
+    q.pos = q.spec->input_tokens;
+    q.phase = Phase::decoding;
+    slide(w, r, out);
+}
+
+void do_decode(World& w, std::uint32_t r, std::uint32_t tokens, StepOutcome& out) {
+    Request& q = w.requests[r];
+    const std::uint32_t end = q.spec->input_tokens + q.spec->output_tokens;
+    const std::uint32_t step = std::min(tokens == 0 ? w.derived.min_block_tokens : tokens, end - q.pos);
+    write_range(w, r, q.pos, q.pos + step, out);
+    complete_writes(w, r);
+    q.pos += step;
+    out.tokens_computed = step;
+    slide(w, r, out);
+}
+
+void do_finish(World& w, std::uint32_t r) {
+    Request& q = w.requests[r];
+    release_graph(w, r);
+    for (std::uint32_t id : q.pinned) unpin(w, id);
+    q.pinned.clear();
+    q.plan.clear();
+    q.phase = Phase::done;
+}
+
+void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
+    IoOp& op = w.io[op_id];
+    Segment& s = w.segments[op.segment];
+    op.live = false;
+    const std::uint64_t bytes = w.bytes_of(s);
+    if (op.kind == IoKind::offload) {
+        if (ok) {
+            w.disk[s.disk].content = w.slots[s.slot].content;
+            release_slot(w, op.segment);
+            s.stage = Stage::on_disk;
+            ++s.epoch;
+        } else {
+            free_disk(w, s.disk);
+            w.disk_used_bytes -= bytes;
+            w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= bytes;
+            s.disk = kNone;
+            s.stage = Stage::ready;
+            refresh_evictable(w, op.segment);
+        }
+        return;
+    }
+    Request& q = w.requests[op.request];
+    if (ok) {
+        w.slots[s.slot].content = w.disk[s.disk].content;
+        if (misaligned) w.slots[s.slot].address += 64;
+        free_disk(w, s.disk);
+        w.disk_used_bytes -= bytes;
+        w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= bytes;
+        s.disk = kNone;
+        s.stage = Stage::ready;
+        ++s.epoch;
+        touch(w, op.segment);
+        const std::uint8_t ig = indexer_of(w, s.group);
+        if (!w.defenses.restore_index_with_kv && ig != 0xFF) {
+            // Mutant `kv-without-index`: the indexer pages come back as empty pages that claim to
+            // index this KV.
+            const std::uint32_t partner = w.find(s.key, ig, false);
+            if (partner != kNone && w.segments[partner].stage == Stage::on_disk && admit_slot(w, partner, nullptr)) {
+                Segment& p = w.segments[partner];
+                free_disk(w, p.disk);
+                w.disk_used_bytes -= w.bytes_of(p);
+                w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= w.bytes_of(p);
+                p.disk = kNone;
+                p.stage = Stage::ready;
+                p.indexed_version = w.segments[op.segment].data_version;
+                ++p.epoch;
+                touch(w, partner);
+            }
+        }
+    } else {
+        release_slot(w, op.segment);
+        s.stage = Stage::on_disk;
+        q.load_failed = true;
+    }
+    if (q.pending_loads > 0 && --q.pending_loads == 0 && q.phase == Phase::waiting_io) q.phase = Phase::io_done;
+}
+
+bool request_enabled(const World& w, const Step& step) {
+    if (step.target >= w.requests.size()) return false;
+    const Request& q = w.requests[step.target];
+    const std::uint32_t end = q.spec->input_tokens + q.spec->output_tokens;
+    switch (step.kind) {
+        case StepKind::lookup: return q.phase == Phase::arrived || q.phase == Phase::io_done;
+        case StepKind::pin: return q.phase == Phase::validated;
+        case StepKind::revalidate: return q.phase == Phase::pinned;
+        case StepKind::allocate: return q.phase == Phase::revalidated;
+        case StepKind::read: return q.phase == Phase::allocated;
+        case StepKind::commit: return q.phase == Phase::read;
+        case StepKind::decode: return q.phase == Phase::decoding && q.pos < end;
+        case StepKind::finish: return q.phase == Phase::decoding && q.pos >= end;
+        case StepKind::capture_graph: return q.phase == Phase::decoding && q.pos < end && !w.graphs[step.target].live;
+        default: return false;
+    }
+}
+
+bool segment_enabled(const World& w, const Step& step) {
+    if (step.target >= w.segments.size()) return false;
+    const Segment& s = w.segments[step.target];
+    if (!s.live) return false;
+    switch (step.kind) {
+        case StepKind::evict: return is_evictable(w, s);
+        case StepKind::offload:
+            return is_evictable(w, s) && s.stage == Stage::ready && s.disk == kNone &&
+                   w.disk_used_bytes + w.bytes_of(s) <= w.limits.disk_capacity_bytes;
+        case StepKind::interrupt_eviction: return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
+        case StepKind::skew_index:
+            return s.stage == Stage::ready && s.form == Form::compressed_kv && indexer_of(w, s.group) != 0xFF &&
+                   w.find(s.key, indexer_of(w, s.group), false) != kNone;
+        case StepKind::migrate: return is_evictable(w, s) && s.stage == Stage::ready;
+        case StepKind::lose_block:
+            return is_evictable(w, s) && s.form == Form::compressed_kv && s.whole && s.stage == Stage::ready;
+        default: return false;
+    }
+}
+
+}  // namespace
+
+std::string_view step_kind_name(StepKind kind) { return kStepNames[static_cast<std::size_t>(kind)]; }
+
+std::optional<StepKind> step_kind_from_name(std::string_view name) {
+    for (std::size_t i = 0; i < kStepNames.size(); ++i)
+        if (kStepNames[i] == name) return static_cast<StepKind>(i);
+    return std::nullopt;
+}
+
+bool is_fault(StepKind kind) { return kind >= StepKind::io_fail && kind != StepKind::io_complete; }
+
+bool enabled(const World& w, const Step& step) {
+    switch (step.kind) {
+        case StepKind::lookup:
+        case StepKind::pin:
+        case StepKind::revalidate:
+        case StepKind::allocate:
+        case StepKind::read:
+        case StepKind::commit:
+        case StepKind::decode:
+        case StepKind::finish:
+        case StepKind::capture_graph: return request_enabled(w, step);
+        case StepKind::evict:
+        case StepKind::offload:
+        case StepKind::interrupt_eviction:
+        case StepKind::skew_index:
+        case StepKind::migrate:
+        case StepKind::lose_block: return segment_enabled(w, step);
+        case StepKind::io_complete:
+        case StepKind::io_fail: return step.target < w.io.size() && w.io[step.target].live;
+        case StepKind::misaligned_reload:
+            return step.target < w.io.size() && w.io[step.target].live && w.io[step.target].kind == IoKind::load;
+        case StepKind::bump_model_version: return w.kv_version < 0xFFFE;
+        case StepKind::change_layout: return step.target < w.config->groups.size() && w.layout_shift[step.target] < 0xFF;
+    }
+    return false;
+}
+
+StepOutcome apply(World& w, const Step& step) {
+    KV_ASSERT(enabled(w, step), "apply() of a step that is not enabled: " + describe(w, step));
+    StepOutcome out;
+    w.moved_under_graph = 0;
+    w.cross_form_reuse = 0;
+    const std::uint32_t t = step.target;
+    switch (step.kind) {
+        case StepKind::lookup: do_lookup(w, t, out); break;
+        case StepKind::pin: do_pin(w, t); break;
+        case StepKind::revalidate: do_revalidate(w, t, out); break;
+        case StepKind::allocate: do_allocate(w, t, out); break;
+        case StepKind::read:
+            out.read_request = t;
+            w.requests[t].phase = Phase::read;
+            break;
+        case StepKind::commit: do_commit(w, t, out); break;
+        case StepKind::decode: do_decode(w, t, step.arg, out); break;
+        case StepKind::finish: do_finish(w, t); break;
+        case StepKind::capture_graph: capture(w, t); break;
+        case StepKind::evict:
+            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t])});
+            free_segment(w, t);
+            break;
+        case StepKind::offload: {
+            Segment& s = w.segments[t];
+            s.disk = allocate_disk(w, t);
+            w.disk_used_bytes += w.bytes_of(s);
+            w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += w.bytes_of(s);
+            s.stage = Stage::offloading;
+            refresh_evictable(w, t);
+            IoOp op{t, kNone, IoKind::offload, true};
+            auto slot = std::find_if(w.io.begin(), w.io.end(), [](const IoOp& o) { return !o.live; });
+            if (slot == w.io.end()) slot = w.io.insert(w.io.end(), op);
+            else *slot = op;
+            out.io_started.push_back(static_cast<std::uint32_t>(slot - w.io.begin()));
+            break;
+        }
+        case StepKind::io_complete: finish_io(w, t, true, false); break;
+        case StepKind::io_fail: finish_io(w, t, false, false); break;
+        case StepKind::misaligned_reload: finish_io(w, t, true, true); break;
+        case StepKind::interrupt_eviction: {
+            Segment& s = w.segments[t];
+            s.stage = Stage::evicting;
+            s.whole = false;
+            w.slots[s.slot].content ^= 0x2;  // half of its blocks are already gone
+            ++s.epoch;
+            refresh_evictable(w, t);
+            break;
+        }
+        case StepKind::skew_index:
+            ++w.segments[t].data_version;
+            ++w.segments[t].epoch;
+            break;
+        case StepKind::bump_model_version:
+            ++w.kv_version;
+            ++w.config_epoch;
+            break;
+        case StepKind::change_layout:
+            ++w.layout_shift[t];
+            ++w.config_epoch;
+            break;
+        case StepKind::migrate:
+            out.graph_moved = w.segments[t].graph_refs > 0;
+            relocate(w, t);
+            break;
+        case StepKind::lose_block: {
+            Segment& s = w.segments[t];
+            s.whole = false;
+            w.slots[s.slot].content ^= 0x4;
+            ++s.epoch;
+            break;
+        }
+    }
+    return out;
+}
+
+void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) {
+    out.clear();
+    auto consider = [&](StepKind kind, std::uint32_t target) {
+        const Step s{kind, target, 0};
+        if ((kinds & kind_bit(kind)) != 0 && enabled(w, s)) out.push_back(s);
+    };
+    for (std::uint32_t r = 0; r < w.requests.size(); ++r) {
+        for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
+                           StepKind::commit, StepKind::decode, StepKind::finish, StepKind::capture_graph})
+            consider(k, r);
+    }
+    for (std::uint32_t i = 0; i < w.io.size(); ++i)
+        for (StepKind k : {StepKind::io_complete, StepKind::io_fail, StepKind::misaligned_reload}) consider(k, i);
+    for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
+        if (!w.segments[id].live) continue;
+        for (StepKind k : {StepKind::evict, StepKind::offload, StepKind::interrupt_eviction, StepKind::skew_index,
+                           StepKind::migrate, StepKind::lose_block})
+            consider(k, id);
+    }
+    consider(StepKind::bump_model_version, 0);
+    for (std::uint32_t g = 0; g < w.config->groups.size(); ++g) consider(StepKind::change_layout, g);
+}
+
+std::string describe(const World& w, const Step& step) {
+    std::string out(step_kind_name(step.kind));
+    auto segment_text = [&](std::uint32_t id) {
+        if (id >= w.segments.size()) return std::string(" segment ?");
+        const Segment& s = w.segments[id];
+        return " " + std::string(form_name(s.form)) + " segment " + std::to_string(id) + " [" + std::to_string(s.start) +
+               "," + std::to_string(s.end) + ") of group " + w.group(s.group).name;
+    };
+    switch (step.kind) {
+        case StepKind::lookup:
+        case StepKind::pin:
+        case StepKind::revalidate:
+        case StepKind::allocate:
+        case StepKind::read:
+        case StepKind::commit:
+        case StepKind::finish:
+        case StepKind::capture_graph: return out + " request " + std::to_string(step.target);
+        case StepKind::decode:
+            return out + " request " + std::to_string(step.target) +
+                   (step.arg != 0 ? " by " + std::to_string(step.arg) + " tokens" : std::string());
+        case StepKind::evict:
+        case StepKind::offload:
+        case StepKind::interrupt_eviction:
+        case StepKind::skew_index:
+        case StepKind::migrate:
+        case StepKind::lose_block: return out + segment_text(step.target);
+        case StepKind::io_complete:
+        case StepKind::io_fail:
+        case StepKind::misaligned_reload: {
+            if (step.target >= w.io.size()) return out + " io ?";
+            const IoOp& op = w.io[step.target];
+            return out + " " + (op.kind == IoKind::load ? "load" : "offload") + " of" + segment_text(op.segment);
+        }
+        case StepKind::bump_model_version: return out;
+        case StepKind::change_layout:
+            return out + " of group " + (step.target < w.config->groups.size() ? w.group(static_cast<std::uint8_t>(step.target)).name : "?");
+    }
+    return out;
+}
+
+}  // namespace kvcheck::model

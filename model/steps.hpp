@@ -1,0 +1,66 @@
+// The one step interface. Every driver (simulator, explorers, property tests, replay) moves a
+// World only through apply(); enabled() says which steps an actor may take now.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/alloc.hpp"
+#include "model/match.hpp"
+#include "model/world.hpp"
+
+namespace kvcheck::model {
+
+enum class StepKind : std::uint8_t {
+    // request worker; target = request
+    lookup, pin, revalidate, allocate, read, commit, decode, finish,
+    capture_graph,          // graph capturer; target = request in decode
+    evict, offload,         // evictor / offloader; target = segment
+    io_complete, io_fail,   // I/O engine; target = I/O op. io_fail is F2 (load or offload failure)
+    interrupt_eviction,     // F1: eviction stops half-way; target = segment
+    skew_index,             // F3: a KV segment is rewritten, its index is not; target = KV segment
+    bump_model_version,     // F5: weights change
+    change_layout,          // F5: a group's kernel layout changes; target = group
+    misaligned_reload,      // F9: a load completes into a misaligned staging buffer; target = I/O op
+    migrate,                // F10: a resident segment moves to another slot; target = segment
+    lose_block,             // F11: one block of a compressed segment is lost; target = segment
+};
+inline constexpr int kStepKindCount = 20;
+std::string_view step_kind_name(StepKind kind);
+std::optional<StepKind> step_kind_from_name(std::string_view name);
+bool is_fault(StepKind kind);
+
+struct Step {
+    StepKind kind = StepKind::lookup;
+    std::uint32_t target = 0;
+    std::uint32_t arg = 0;   // decode: tokens to decode (0: one block of the smallest size)
+    bool operator==(const Step&) const = default;
+};
+
+struct StepOutcome {
+    std::optional<LookupResult> lookup;       // set by lookup
+    std::uint32_t read_request = kNone;       // set by read: invariants examine that request's plan
+    bool stale_revalidation = false;          // revalidate found a changed epoch or version
+    std::vector<std::uint32_t> evicted_while_pinned;  // RL3 evidence
+    std::vector<Eviction> evicted;            // admission and explicit evictions, for metrics
+    std::vector<std::uint32_t> io_started;    // new I/O ops the driver must complete or fail
+    std::uint32_t recaptures = 0;
+    std::uint32_t tokens_computed = 0;        // prefill or decode tokens computed
+    std::uint32_t index_rebuilds = 0;
+    bool admission_refused = false;
+    bool graph_moved = false;                 // a live graph's address moved (RL4 evidence)
+};
+
+bool enabled(const World& world, const Step& step);
+StepOutcome apply(World& world, const Step& step);
+
+// Every enabled step whose kind is in `kinds` (a bit per StepKind), in a canonical order.
+void enabled_steps(const World& world, std::uint32_t kinds, std::vector<Step>& out);
+inline constexpr std::uint32_t kind_bit(StepKind k) { return 1u << static_cast<unsigned>(k); }
+
+// A readable one-line description, e.g. "evict compressed_kv seg 3 [0,64) of group c4".
+std::string describe(const World& world, const Step& step);
+
+}  // namespace kvcheck::model

@@ -1,0 +1,181 @@
+// World construction, the prefix index, ground-truth tags and the canonical state hash.
+#include "model/world.hpp"
+
+#include <algorithm>
+
+#include "model/core.hpp"
+
+namespace kvcheck::model {
+
+std::string_view stage_name(Stage stage) {
+    switch (stage) {
+        case Stage::writing: return "writing";
+        case Stage::ready: return "ready";
+        case Stage::evicting: return "evicting";
+        case Stage::offloading: return "offloading";
+        case Stage::on_disk: return "on_disk";
+        case Stage::loading: return "loading";
+        case Stage::freed: return "freed";
+    }
+    return "?";
+}
+
+std::string_view verdict_name(VerdictKind kind) {
+    switch (kind) {
+        case VerdictKind::resumable: return "resumable";
+        case VerdictKind::io_wait: return "io_wait";
+        case VerdictKind::partial_recompute: return "partial_recompute";
+        case VerdictKind::full_recompute: return "full_recompute";
+    }
+    return "?";
+}
+
+std::string_view miss_reason_name(MissReason reason) {
+    switch (reason) {
+        case MissReason::not_cached: return "not_cached";
+        case MissReason::rollout: return "rollout";
+        case MissReason::version: return "version_mismatch";
+        case MissReason::layout: return "layout_mismatch";
+        case MissReason::misaligned: return "misaligned";
+        case MissReason::partial_segment: return "partial_segment";
+        case MissReason::tail_boundary: return "tail_boundary";
+        case MissReason::window_expired: return "window_expired";
+        case MissReason::index_stale: return "index_stale";
+        case MissReason::not_resident: return "not_resident";
+        case MissReason::load_failed: return "load_failed";
+        case MissReason::writing: return "incomplete";
+        case MissReason::lcm_boundary: return "lcm_boundary";
+        case MissReason::other_group: return "other_group";
+        case MissReason::stale_epoch: return "stale_epoch";
+    }
+    return "?";
+}
+
+std::string_view phase_name(Phase phase) {
+    switch (phase) {
+        case Phase::arrived: return "arrived";
+        case Phase::waiting_io: return "waiting_io";
+        case Phase::io_done: return "io_done";
+        case Phase::validated: return "validated";
+        case Phase::pinned: return "pinned";
+        case Phase::revalidated: return "revalidated";
+        case Phase::allocated: return "allocated";
+        case Phase::read: return "read";
+        case Phase::decoding: return "decoding";
+        case Phase::done: return "done";
+    }
+    return "?";
+}
+
+std::uint64_t RequestSpec::key(std::uint32_t tokens) const {
+    if (tokens == 0 || chain.empty()) return 0;
+    if (tokens <= input_tokens) {
+        const std::size_t block = (tokens - 1) / content_block_tokens;
+        KV_ASSERT(block < chain.size(), "content chain shorter than the prompt");
+        return hash_combine(chain[block], tokens);
+    }
+    // Greedy decoding: identical prompts continue identically, so the continuation is keyed on the prompt.
+    return hash_combine(hash_combine(chain.back(), 0xdec0deULL), tokens);
+}
+
+RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
+                              std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens) {
+    KV_ASSERT(content_block_tokens > 0, "content blocks need a size");
+    RequestSpec spec;
+    spec.uid = uid;
+    spec.reuse_scope = uid;
+    spec.input_tokens = input_tokens;
+    spec.output_tokens = output_tokens;
+    spec.content_block_tokens = content_block_tokens;
+    const std::size_t needed = (input_tokens + content_block_tokens - 1) / content_block_tokens;
+    KV_ASSERT(block_ids.size() >= needed, "fewer content blocks than the prompt needs");
+    std::uint64_t h = 0x6b76636865636bULL;
+    spec.chain.reserve(std::max<std::size_t>(needed, 1));
+    for (std::size_t i = 0; i < std::max<std::size_t>(needed, 1) && i < block_ids.size(); ++i) {
+        h = hash_combine(h, block_ids[i]);
+        spec.chain.push_back(h);
+    }
+    if (spec.chain.empty()) spec.chain.push_back(hash_combine(h, uid));
+    return spec;
+}
+
+World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode)
+    : config(std::move(model)), derived(derive(*config)), defenses(policy), rollout(mode), limits(limit) {
+    KV_ASSERT(config != nullptr, "a world needs a model config");
+    layout_shift.assign(config->groups.size(), 0);
+}
+
+std::uint16_t World::current_layout(std::uint8_t g) const {
+    return static_cast<std::uint16_t>(config->groups[g].layout_id + layout_shift[g]);
+}
+
+std::uint64_t World::index_key(std::uint64_t content_key, std::uint8_t g, bool tail) const {
+    return hash_combine(content_key, (std::uint64_t{g} << 1) | (tail ? 1u : 0u));
+}
+
+std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail) const {
+    const auto it = index.find(index_key(content_key, g, tail));
+    return it == index.end() ? kNone : it->second;
+}
+
+std::uint64_t World::bytes_of(const Segment& seg) const {
+    return segment_bytes(config->groups[seg.group], seg.end - seg.start);
+}
+
+std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
+    Request r;
+    r.spec = std::move(spec);
+    requests.push_back(std::move(r));
+    graphs.emplace_back();
+    return static_cast<std::uint32_t>(requests.size() - 1);
+}
+
+std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_t group, std::uint32_t start,
+                        std::uint32_t end) {
+    std::uint64_t h = hash_combine(world.kv_version, world.current_layout(group));
+    h = hash_combine(h, spec.key(end));
+    h = hash_combine(h, (std::uint64_t{group} << 32) | start);
+    return h | 1;  // never 0: 0 marks bytes that were never written
+}
+
+std::uint64_t state_hash(const World& w) {
+    std::uint64_t h = mix64(w.kv_version);
+    for (std::uint16_t shift : w.layout_shift) h = hash_combine(h, shift);
+    for (std::size_t i = 0; i < w.segments.size(); ++i) {
+        const Segment& s = w.segments[i];
+        if (!s.live) continue;
+        std::uint64_t e = hash_combine(s.key, i);
+        e = hash_combine(e, (std::uint64_t{s.start} << 32) | s.end);
+        e = hash_combine(e, (std::uint64_t{s.epoch} << 32) | s.kv_version);
+        e = hash_combine(e, (std::uint64_t{s.data_version} << 32) | s.indexed_version);
+        e = hash_combine(e, (std::uint64_t{s.slot} << 32) | s.disk);
+        e = hash_combine(e, (std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
+                                (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) |
+                                (std::uint64_t{s.published} << 3) | (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
+        e = hash_combine(e, (std::uint64_t{s.anchor} << 16) | s.graph_refs);
+        h = hash_combine(h, e);
+    }
+    for (const Slot& s : w.slots) h = hash_combine(h, hash_combine(s.content ^ s.address, (std::uint64_t{s.owner} << 8) | s.label));
+    for (const auto& list : w.free_slots)
+        for (std::uint32_t id : list) h = hash_combine(h, id);
+    for (std::uint32_t id : w.shared_free_slots) h = hash_combine(h, id ^ 0x5a5aULL);
+    for (const DiskObject& d : w.disk) h = hash_combine(h, hash_combine(d.content, d.owner));
+    for (const IoOp& op : w.io)
+        if (op.live) h = hash_combine(h, (std::uint64_t{op.segment} << 32) | (std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
+    for (const Request& r : w.requests) {
+        std::uint64_t e = hash_combine(static_cast<std::uint8_t>(r.phase), (std::uint64_t{r.pos} << 32) | r.resume_len);
+        e = hash_combine(e, (std::uint64_t{r.pending_loads} << 8) | (std::uint64_t{r.load_failed} << 1) | r.uncached);
+        e = hash_combine(e, (std::uint64_t{r.lookups} << 8) | static_cast<std::uint8_t>(r.verdict));
+        for (const PlanEntry& p : r.plan) e = hash_combine(e, (std::uint64_t{p.segment} << 32) | (p.epoch ^ (std::uint64_t{p.slot} << 12)));
+        for (std::uint32_t id : r.pinned) e = hash_combine(e, id);
+        for (std::uint32_t id : r.owned) e = hash_combine(e, id ^ 0x77ULL);
+        h = hash_combine(h, e);
+    }
+    for (const Graph& g : w.graphs) {
+        if (!g.live) continue;
+        for (const GraphRef& ref : g.refs) h = hash_combine(h, ref.address ^ (std::uint64_t{ref.segment} << 40));
+    }
+    return h;
+}
+
+}  // namespace kvcheck::model

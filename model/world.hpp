@@ -1,0 +1,213 @@
+// The World: the whole state of the modelled cache manager as one value type (state table,
+// per-form pools and free lists, prefix index, in-flight I/O, pins, versions, epochs, graphs).
+// Every driver moves it only through apply() in model/steps.hpp.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <utility>
+#include <unordered_map>
+#include <vector>
+
+#include "model/policy.hpp"
+#include "model/preset.hpp"
+
+namespace kvcheck::model {
+
+inline constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+inline constexpr std::uint64_t kAlignBytes = 256;        // VL4: kernels need 256-byte aligned blocks
+inline constexpr std::uint64_t kStateEntryBytes = 64;    // RL1: what one state-table entry costs on the GPU
+inline constexpr std::uint8_t kNoLabel = 0xFF;
+
+enum class Stage : std::uint8_t { writing, ready, evicting, offloading, on_disk, loading, freed };
+std::string_view stage_name(Stage stage);
+
+// One state-table entry: a stored segment of one cache group. Packed to 56 bytes; the state
+// table's own GPU cost is counted by admission (RL1) at kStateEntryBytes per entry.
+struct Segment {
+    std::uint64_t key = 0;         // content key of the token prefix [0, end)
+    std::uint32_t last_use = 0;    // logical LRU tick
+    std::uint32_t start = 0;       // token range covered
+    std::uint32_t end = 0;
+    std::uint32_t anchor = 0;      // tail blocks: compression boundary they continue; linear: state position
+    std::uint32_t epoch = 0;       // bumped on every eviction, offload, reload, migration and block loss
+    std::uint32_t slot = kNone;    // GPU slot, kNone when not resident
+    std::uint32_t disk = kNone;    // host/disk copy, kNone when none
+    std::uint32_t owner = kNone;   // request uid that wrote it (intra-request rollout)
+    std::uint16_t kv_version = 0;  // model config epoch when written
+    std::uint16_t data_version = 0;     // KV: bumped when the content is rewritten (F3)
+    std::uint16_t indexed_version = 0;  // indexer: data_version of the KV it was built over
+    std::uint16_t pins = 0;
+    std::uint16_t graph_refs = 0;  // live captured graphs that bake this segment's address
+    std::uint16_t layout_id = 0;
+    std::uint8_t group = 0;
+    Form form = Form::compressed_kv;
+    Stage stage = Stage::freed;
+    bool published : 1 = false;    // reachable through the prefix index
+    bool whole : 1 = true;         // every block of the segment intact
+    bool live : 1 = false;         // entry in use
+    bool is_tail : 1 = false;      // an uncompressed-tail block of a full group
+};
+inline constexpr std::uint16_t kIndexNeverBuilt = 0xFFFF;
+
+// One GPU block of a form's pool. `content` is the ground-truth tag of the bytes it holds.
+struct Slot {
+    std::uint64_t content = 0;
+    std::uint64_t address = 0;
+    std::uint32_t owner = kNone;   // segment id
+    Form pool = Form::compressed_kv;
+    std::uint8_t label = kNoLabel; // form label; cleared on free
+};
+
+struct DiskObject {
+    std::uint64_t content = 0;
+    std::uint32_t owner = kNone;
+};
+
+enum class IoKind : std::uint8_t { offload, load };
+struct IoOp {
+    std::uint32_t segment = kNone;
+    std::uint32_t request = kNone;  // the request waiting on a load, kNone for offloads
+    IoKind kind = IoKind::load;
+    bool live = false;
+};
+
+struct GraphRef {
+    std::uint32_t segment;
+    std::uint32_t slot;
+    std::uint64_t address;
+};
+struct Graph {
+    std::vector<GraphRef> refs;
+    bool live = false;
+};
+
+enum class VerdictKind : std::uint8_t { resumable, io_wait, partial_recompute, full_recompute };
+std::string_view verdict_name(VerdictKind kind);
+
+enum class MissReason : std::uint8_t {
+    not_cached, rollout, version, layout, misaligned, partial_segment, tail_boundary, window_expired,
+    index_stale, not_resident, load_failed, writing, lcm_boundary, other_group, stale_epoch,
+};
+inline constexpr int kMissReasonCount = 15;
+std::string_view miss_reason_name(MissReason reason);
+
+struct Miss {
+    std::uint8_t group;
+    Form form;
+    MissReason reason;
+};
+
+// What the reader believes one read covers: which segment, at which epoch, for which range.
+struct PlanEntry {
+    std::uint32_t segment = kNone;  // kNone: nothing registered, yet a broken policy reads it
+    std::uint32_t epoch = 0;
+    std::uint32_t slot = kNone;     // the GPU slot the reader will read (its block table entry)
+    std::uint32_t start = 0;
+    std::uint32_t end = 0;
+    std::uint8_t group = 0;
+    Form form = Form::compressed_kv;
+};
+
+enum class Phase : std::uint8_t {
+    arrived, waiting_io, io_done, validated, pinned, revalidated, allocated, read, decoding, done,
+};
+std::string_view phase_name(Phase phase);
+
+// Immutable description of a request's tokens: chained hashes of fixed-size content blocks.
+struct RequestSpec {
+    std::uint32_t uid = 0;
+    std::uint32_t reuse_scope = 0;       // intra-request rollout: only segments of this owner are reused
+    std::uint32_t input_tokens = 0;
+    std::uint32_t output_tokens = 0;
+    std::uint32_t content_block_tokens = 512;
+    std::vector<std::uint64_t> chain;    // chain[i]: hash of content blocks 0..i
+    std::uint64_t key(std::uint32_t tokens) const;  // content key of the prefix [0, tokens)
+};
+
+// Builds a spec from per-block content ids, chaining them so that equal prefixes share keys and a
+// prefix hit is always a longest common prefix (ids need not be prefix-chained already).
+RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
+                              std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens);
+
+struct Request {
+    std::shared_ptr<const RequestSpec> spec;
+    Phase phase = Phase::arrived;
+    std::uint32_t pos = 0;             // tokens whose KV this request holds
+    std::uint32_t resume_len = 0;      // tokens it will read from cache
+    std::uint32_t hash_hit_len = 0;    // what a plain hash lookup would have reported
+    VerdictKind verdict = VerdictKind::full_recompute;
+    std::uint32_t pending_loads = 0;
+    bool load_failed = false;
+    bool uncached = false;             // admission refused its blocks: computes without caching
+    std::uint8_t lookups = 0;          // bounded retries after a stale revalidation
+    std::uint32_t config_epoch_at_lookup = 0;  // config epoch the plan was validated against
+    std::vector<PlanEntry> plan;       // what the read step will read
+    std::vector<std::uint32_t> pinned; // segments this request holds a pin on
+    std::vector<std::uint32_t> owned;  // segments it allocated and writes
+};
+
+enum class Rollout : std::uint8_t { off, intra_request, cross_request };
+
+struct Limits {
+    std::uint64_t gpu_budget_bytes = 1ULL << 30;
+    std::uint64_t disk_capacity_bytes = 1ULL << 40;
+    std::uint8_t max_lookups = 3;      // lookups per request before it gives up on the cache
+};
+
+struct World {
+    std::shared_ptr<const ModelConfig> config;
+    Derived derived;
+    Defenses defenses;
+    Rollout rollout = Rollout::cross_request;
+    Limits limits;
+
+    std::uint16_t kv_version = 1;            // weights and quantisation version (F5)
+    std::uint32_t config_epoch = 0;          // bumped by every F5 change; plans remember it
+    std::vector<std::uint16_t> layout_shift;   // per group: added to the group's layout id (F5 layout change)
+    std::uint32_t tick = 0;
+
+    std::vector<Segment> segments;             // the state table; index = segment id
+    std::vector<std::uint32_t> free_segment_ids;
+    std::uint32_t live_segments = 0;
+    std::vector<Slot> slots;
+    std::array<std::vector<std::uint32_t>, kFormCount> free_slots;  // RL2: one free list per form
+    std::vector<std::uint32_t> shared_free_slots;                   // used only without separate lists
+    std::vector<DiskObject> disk;
+    std::vector<std::uint32_t> free_disk;
+    std::unordered_map<std::uint64_t, std::uint32_t> index;         // prefix index -> segment id
+    std::vector<IoOp> io;
+    std::vector<Request> requests;
+    std::vector<Graph> graphs;                 // one per request
+
+    // Resident, unpinned, unreferenced segments by form, oldest use first: eviction candidates.
+    std::array<std::set<std::pair<std::uint32_t, std::uint32_t>>, kFormCount> evictable;
+
+    // Evidence counters for the cheap per-step checks; apply() clears them before each step.
+    std::uint32_t moved_under_graph = 0;       // RL4: a graph-referenced segment was freed or moved
+    std::uint32_t cross_form_reuse = 0;        // RL2: a slot of one form's pool went to another form
+
+    std::uint64_t gpu_used_bytes = 0;          // resident segment bytes plus the state table
+    std::uint64_t disk_used_bytes = 0;
+    std::array<std::uint64_t, kFormCount> bytes_by_form{};
+
+    World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode);
+
+    const CacheGroup& group(std::uint8_t g) const { return config->groups[g]; }
+    std::uint16_t current_layout(std::uint8_t g) const;
+    std::uint64_t index_key(std::uint64_t content_key, std::uint8_t g, bool tail) const;
+    std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail) const;
+    std::uint64_t bytes_of(const Segment& seg) const;
+    std::uint32_t add_request(std::shared_ptr<const RequestSpec> spec);
+};
+
+// The ground-truth tag of what a group's stored range should hold for this token prefix now.
+std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_t group, std::uint32_t start,
+                        std::uint32_t end);
+
+// A canonical hash of everything that determines future behaviour (explorers use it).
+std::uint64_t state_hash(const World& world);
+
+}  // namespace kvcheck::model
