@@ -1,0 +1,17 @@
+// Subcommand registration for the kvcheck CLI. Each command file adds one subcommand to the app;
+// its callback stores the exit code (0 held, 1 violation or failed expectation, 2 bad input).
+// InputError thrown from a callback is printed as one line by main() and exits 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvcheck::cli {
+
+struct Common {
+    int exit_code = 0;
+};
+
+void register_presets(CLI::App& app, Common& common);
+void register_policies(CLI::App& app, Common& common);
+
+}  // namespace kvcheck::cli

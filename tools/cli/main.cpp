@@ -1,0 +1,28 @@
+// kvcheck entry point: builds the subcommands, runs the chosen one, maps errors to exit codes.
+#include <cstdio>
+#include <exception>
+
+#include "sim/input_error.hpp"
+#include "tools/cli/commands.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"kvcheck: simulator and model checker for hybrid-attention prefix/KV cache managers"};
+    app.set_version_flag("--version", std::string("kvcheck ") + KVCHECK_VERSION);
+    app.require_subcommand(1);
+    kvcheck::cli::Common common;
+    kvcheck::cli::register_presets(app, common);
+    kvcheck::cli::register_policies(app, common);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : 2;
+    } catch (const kvcheck::sim::InputError& e) {
+        std::fprintf(stderr, "kvcheck: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "kvcheck: %s\n", e.what());
+        return 2;
+    }
+    return common.exit_code;
+}
