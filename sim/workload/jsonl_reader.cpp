@@ -1,0 +1,227 @@
+// The JSONL trace reader: Mooncake (integer ms timestamps, 512-token blocks) and general hash-id
+// JSONL (numeric or string timestamps in a declared unit, any block size). One object per line.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/input_error.hpp"
+#include "sim/workload/readers.hpp"
+
+namespace kvcheck::sim {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kExpectedKeys = "timestamp, input_length, output_length and hash_ids";
+
+// A short rendering of a JSON value for messages: long values are cut, so one bad line stays one line.
+std::string describe(const json& value) {
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    if (value.is_array()) return "an array " + text;
+    if (value.is_object()) return "an object " + text;
+    if (value.is_string()) return "a string " + text;
+    return text;
+}
+
+// nlohmann's message without its "[json.exception...] parse error at line 1, column N: " preamble.
+std::string parse_error_reason(const json::parse_error& error) {
+    const std::string what = error.what();
+    const std::size_t column = what.find("column ");
+    const std::size_t colon = column == std::string::npos ? std::string::npos : what.find(": ", column);
+    return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+// nlohmann reports the byte where it stopped, at the end of the offending token; the column is
+// more useful at the token's start, which its "last read: '...'" text tells when it matches.
+// (Escaped quotes inside a string literal can misplace the start; the line is still right.)
+std::size_t error_token_start(const std::string& text, const json::parse_error& error) {
+    const std::size_t end = std::min<std::size_t>(error.byte, text.size());
+    const std::string what = error.what();
+    const std::size_t open = what.find("last read: '");
+    const std::size_t close = open == std::string::npos ? std::string::npos : what.find("'", open + 12);
+    if (close == std::string::npos) {
+        // No "last read" for a whole string literal: step back to its opening quote.
+        if (end >= 2 && text[end - 1] == '"') {
+            const std::size_t quote = text.rfind('"', end - 2);
+            if (quote != std::string::npos) return quote;
+        }
+        return end == 0 ? 0 : end - 1;
+    }
+    const std::string token = what.substr(open + 12, close - open - 12);
+    if (!token.empty() && token.size() <= end && text.compare(end - token.size(), token.size(), token) == 0)
+        return end - token.size();
+    return end == 0 ? 0 : end - 1;
+}
+
+// Parses "123" or "123.456" exactly (no exponent) into ns; false when the text has another shape.
+bool parse_plain_decimal(std::string_view text, std::uint64_t unit_ns, std::uint64_t& out_ns, bool& overflow) {
+    overflow = false;
+    const std::size_t dot = text.find('.');
+    const std::string_view whole = text.substr(0, dot);
+    const std::string_view fraction = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+    if (whole.empty() || (dot != std::string_view::npos && fraction.empty())) return false;
+    std::uint64_t integer = 0;
+    const auto [end, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), integer);
+    if (end != whole.data() + whole.size()) return false;
+    std::uint64_t scaled = 0;
+    if (ec == std::errc::result_out_of_range || __builtin_mul_overflow(integer, unit_ns, &scaled)) {
+        overflow = true;
+        return true;
+    }
+    // Digits past the unit's ns resolution are dropped (truncated, not rounded).
+    std::uint64_t place = unit_ns;
+    for (char c : fraction) {
+        if (c < '0' || c > '9') return false;
+        place /= 10;
+        scaled += static_cast<std::uint64_t>(c - '0') * place;
+    }
+    out_ns = scaled;
+    return true;
+}
+
+class JsonlReader final : public TraceReader {
+public:
+    JsonlReader(const std::string& path, const TraceOptions& options)
+        : TraceReader(path, options), mooncake_(options.format == TraceFormat::mooncake) {}
+
+protected:
+    bool read_record(TraceRecord& out) override {
+        while (lines_.next_line()) {
+            const std::string& text = lines_.text();
+            if (text.find_first_not_of(" \t") == std::string::npos) continue;
+            parse_line(out);
+            return true;
+        }
+        return false;
+    }
+
+private:
+    void parse_line(TraceRecord& out) {
+        const std::string& text = lines_.text();
+        const std::size_t bad_byte = find_invalid_utf8(text);
+        if (bad_byte != std::string::npos) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad_byte])));
+            throw InputError(path(), place(bad_byte), std::string("invalid UTF-8 byte ") + hex + "; expected UTF-8 text");
+        }
+        json object;
+        try {
+            object = json::parse(text);
+        } catch (const json::parse_error& error) {
+            throw InputError(path(), place(error_token_start(text, error)), "invalid JSON: " + parse_error_reason(error));
+        }
+        if (!object.is_object())
+            throw InputError(path(), place(text.find_first_not_of(" \t")),
+                             "expected a JSON object with keys " + std::string(kExpectedKeys) + ", got " + describe(object));
+        const std::uint64_t absolute_ns = timestamp_ns(field(object, "timestamp"));
+        out.input_tokens = static_cast<std::uint32_t>(unsigned_field(object, "input_length", kInputTokensMax));
+        out.output_tokens = static_cast<std::uint32_t>(unsigned_field(object, "output_length", kOutputTokensMax));
+        out.block_tokens = options_.block_tokens;
+        read_hash_ids(field(object, "hash_ids"), out);
+        out.line = lines_.number();
+        out.arrival_ns = relative_arrival(absolute_ns, value_index("timestamp"));
+    }
+
+    const json& field(const json& object, const char* key) const {
+        const auto it = object.find(key);
+        if (it == object.end())
+            throw InputError(path(), line_place(),
+                             "missing key \"" + std::string(key) + "\"; expected keys " + kExpectedKeys);
+        return *it;
+    }
+
+    // Where a key's value starts in the line (0-based), so messages point at the value itself.
+    std::size_t value_index(const std::string& key) const {
+        const std::string& text = lines_.text();
+        const std::string quoted = "\"" + key + "\"";
+        for (std::size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
+            std::size_t i = text.find_first_not_of(" \t", at + quoted.size());
+            if (i == std::string::npos || text[i] != ':') continue;
+            i = text.find_first_not_of(" \t", i + 1);
+            return i == std::string::npos ? text.size() : i;
+        }
+        return 0;
+    }
+
+    [[noreturn]] void fail_at(const std::string& key, const std::string& message) const {
+        throw InputError(path(), place(value_index(key)), message);
+    }
+
+    std::uint64_t unsigned_field(const json& object, const std::string& key, std::uint64_t max) const {
+        const json& value = field(object, key.c_str());
+        if (!value.is_number_unsigned())
+            fail_at(key, "expected an unsigned integer for \"" + key + "\", got " + describe(value));
+        const auto number = value.get<std::uint64_t>();
+        if (number > max)
+            fail_at(key, "expected \"" + key + "\" at most " + std::to_string(max) + ", got " + std::to_string(number));
+        return number;
+    }
+
+    void read_hash_ids(const json& ids, TraceRecord& out) const {
+        if (!ids.is_array()) fail_at("hash_ids", "expected an array of unsigned integers for \"hash_ids\", got " + describe(ids));
+        const std::uint32_t expected = blocks_for(out.input_tokens, out.block_tokens);
+        if (ids.size() != expected)
+            fail_at("hash_ids", "expected " + std::to_string(expected) + (expected == 1 ? " hash id" : " hash ids") +
+                                    " for input_length " +
+                                    std::to_string(out.input_tokens) + " at " + std::to_string(out.block_tokens) +
+                                    " tokens per block, got " + std::to_string(ids.size()));
+        out.block_ids.clear();
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (!ids[i].is_number_unsigned())
+                fail_at("hash_ids", "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " +
+                                        describe(ids[i]));
+            out.block_ids.push_back(ids[i].get<std::uint64_t>());
+        }
+    }
+
+    std::uint64_t timestamp_ns(const json& value) const {
+        const std::uint64_t unit_ns = time_unit_ns(options_.time_unit);
+        const std::string unit(time_unit_name(options_.time_unit));
+        const std::string too_large = "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value);
+        if (value.is_number_unsigned()) {
+            std::uint64_t scaled = 0;
+            if (__builtin_mul_overflow(value.get<std::uint64_t>(), unit_ns, &scaled)) fail_at("timestamp", too_large);
+            return scaled;
+        }
+        if (mooncake_)
+            fail_at("timestamp", "expected an unsigned integer (milliseconds) for \"timestamp\", got " + describe(value));
+        if (value.is_number_float()) return float_ns(value.get<double>(), unit_ns, value);
+        if (value.is_string()) {
+            const auto& text = value.get_ref<const std::string&>();
+            std::uint64_t scaled = 0;
+            bool overflow = false;
+            if (parse_plain_decimal(text, unit_ns, scaled, overflow)) {
+                if (overflow) fail_at("timestamp", too_large);
+                return scaled;
+            }
+            double number = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+            if (ec == std::errc() && end == text.data() + text.size()) return float_ns(number, unit_ns, value);
+        }
+        fail_at("timestamp", "expected a non-negative number (or a string holding one) of " + unit +
+                                 " for \"timestamp\", got " + describe(value));
+    }
+
+    std::uint64_t float_ns(double number, std::uint64_t unit_ns, const json& value) const {
+        if (!std::isfinite(number) || number < 0)
+            fail_at("timestamp", "expected a non-negative number for \"timestamp\", got " + describe(value));
+        const double scaled = number * static_cast<double>(unit_ns);
+        if (scaled >= 1.8e19) fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value));
+        return static_cast<std::uint64_t>(scaled + 0.5);
+    }
+
+    bool mooncake_;
+};
+
+}  // namespace
+
+std::unique_ptr<TraceReader> make_jsonl_reader(const std::string& path, const TraceOptions& options) {
+    return std::make_unique<JsonlReader>(path, options);
+}
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,176 @@
+// The format-independent half of the trace readers: names, opening and checking the file, line
+// reading, relative arrival times and UTF-8 validation.
+#include "sim/workload/trace.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "sim/input_error.hpp"
+#include "sim/workload/readers.hpp"
+
+namespace kvcheck::sim {
+
+std::string_view trace_format_name(TraceFormat format) {
+    switch (format) {
+        case TraceFormat::mooncake: return "mooncake";
+        case TraceFormat::azure: return "azure";
+        case TraceFormat::jsonl: return "jsonl";
+    }
+    KV_UNREACHABLE("unknown trace format");
+}
+
+TraceFormat parse_trace_format(std::string_view name) {
+    for (TraceFormat f : {TraceFormat::mooncake, TraceFormat::azure, TraceFormat::jsonl})
+        if (trace_format_name(f) == name) return f;
+    throw InputError("", "", "unknown trace format \"" + std::string(name) + "\", expected mooncake, azure or jsonl");
+}
+
+std::string_view time_unit_name(TimeUnit unit) {
+    switch (unit) {
+        case TimeUnit::s: return "s";
+        case TimeUnit::ms: return "ms";
+        case TimeUnit::us: return "us";
+        case TimeUnit::ns: return "ns";
+    }
+    KV_UNREACHABLE("unknown time unit");
+}
+
+TimeUnit parse_time_unit(std::string_view name) {
+    for (TimeUnit u : {TimeUnit::s, TimeUnit::ms, TimeUnit::us, TimeUnit::ns})
+        if (time_unit_name(u) == name) return u;
+    throw InputError("", "", "unknown time unit \"" + std::string(name) + "\", expected s, ms, us or ns");
+}
+
+std::uint64_t time_unit_ns(TimeUnit unit) {
+    switch (unit) {
+        case TimeUnit::s: return 1'000'000'000;
+        case TimeUnit::ms: return 1'000'000;
+        case TimeUnit::us: return 1'000;
+        case TimeUnit::ns: return 1;
+    }
+    KV_UNREACHABLE("unknown time unit");
+}
+
+TraceFormat guess_trace_format(const std::string& path) {
+    const std::string extension = std::filesystem::path(path).extension().string();
+    return extension == ".csv" || extension == ".CSV" ? TraceFormat::azure : TraceFormat::mooncake;
+}
+
+LineSource::LineSource(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected a trace file");
+    if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+    in_.open(path, std::ios::binary);
+    if (!in_) throw InputError(path, "", std::string("cannot read: ") + std::strerror(errno));
+}
+
+bool LineSource::next_line() {
+    if (!std::getline(in_, text_)) {
+        if (in_.bad()) throw InputError(path_, std::to_string(number_ + 1), "read failed");
+        return false;
+    }
+    ++number_;
+    if (number_ == 1 && text_.starts_with("\xEF\xBB\xBF")) {
+        bom_bytes_ = 3;
+        text_.erase(0, 3);
+    }
+    if (!text_.empty() && text_.back() == '\r') text_.pop_back();
+    return true;
+}
+
+std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, const TraceOptions& options) {
+    if (options.block_tokens == 0) throw InputError(path, "", "the block size must be at least 1 token");
+    switch (options.format) {
+        case TraceFormat::mooncake:
+            if (options.block_tokens != kMooncakeBlockTokens || options.time_unit != TimeUnit::ms)
+                throw InputError(path, "",
+                                 "Mooncake traces always use ms and 512-token blocks; read other units or block "
+                                 "sizes as format jsonl");
+            return make_jsonl_reader(path, options);
+        case TraceFormat::jsonl: return make_jsonl_reader(path, options);
+        case TraceFormat::azure: return make_azure_reader(path, options);
+    }
+    KV_UNREACHABLE("unknown trace format");
+}
+
+TraceReader::TraceReader(const std::string& path, const TraceOptions& options) : lines_(path), options_(options) {}
+
+bool TraceReader::next(TraceRecord& out) {
+    if (options_.limit != 0 && delivered_ >= options_.limit) return false;
+    if (!read_record(out)) {
+        if (delivered_ == 0) throw InputError(path(), "", "no requests");
+        return false;
+    }
+    KV_ASSERT(out.block_ids.size() == blocks_for(out.input_tokens, out.block_tokens),
+              "a reader must deliver one id per block");
+    ++delivered_;
+    return true;
+}
+
+namespace {
+
+// A time relative to the first request in seconds, for messages; negative when it is earlier.
+std::string seconds_after(std::uint64_t time_ns, std::uint64_t first_ns) {
+    const double seconds = (static_cast<double>(time_ns) - static_cast<double>(first_ns)) / 1e9;
+    char text[40];
+    std::snprintf(text, sizeof text, "%.9g", seconds);
+    return text;
+}
+
+}  // namespace
+
+std::uint64_t TraceReader::relative_arrival(std::uint64_t absolute_ns, std::size_t column) {
+    if (delivered_ == 0) {
+        first_ns_ = absolute_ns;
+        previous_ns_ = absolute_ns;
+    }
+    if (absolute_ns < previous_ns_)
+        throw InputError(path(), place(column),
+                         "arrival time goes back: this request arrives at " + seconds_after(absolute_ns, first_ns_) +
+                             " s, before the previous one at " + seconds_after(previous_ns_, first_ns_) +
+                             " s (relative to the first request); expected requests sorted by arrival");
+    previous_ns_ = absolute_ns;
+    return absolute_ns - first_ns_;
+}
+
+std::string TraceReader::place(std::size_t index) const {
+    return std::to_string(lines_.number()) + ":" + std::to_string(index + 1 + lines_.column_offset());
+}
+
+std::size_t find_invalid_utf8(std::string_view text) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto lead = static_cast<unsigned char>(text[i]);
+        if (lead < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t length = 0;
+        unsigned char low = 0x80;  // bounds on the second byte rule out overlong forms and surrogates
+        unsigned char high = 0xBF;
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            length = 2;
+        } else if (lead >= 0xE0 && lead <= 0xEF) {
+            length = 3;
+            if (lead == 0xE0) low = 0xA0;
+            if (lead == 0xED) high = 0x9F;
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            length = 4;
+            if (lead == 0xF0) low = 0x90;
+            if (lead == 0xF4) high = 0x8F;
+        } else {
+            return i;
+        }
+        if (i + length > text.size()) return i;
+        for (std::size_t k = 1; k < length; ++k) {
+            const auto byte = static_cast<unsigned char>(text[i + k]);
+            if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) return i + k;
+        }
+        i += length;
+    }
+    return std::string_view::npos;
+}
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,123 @@
+// Streaming readers for request traces (Mooncake JSONL, general hash-id JSONL, Azure LLM CSV).
+// A reader holds one line at a time, so memory does not grow with the length of the trace.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/workload/sharing.hpp"
+
+namespace kvcheck::sim {
+
+enum class TraceFormat { mooncake, azure, jsonl };
+enum class TimeUnit { s, ms, us, ns };
+
+// Name <-> value; the parse functions throw InputError("", "", ...) naming the accepted names.
+std::string_view trace_format_name(TraceFormat format);
+TraceFormat parse_trace_format(std::string_view name);
+std::string_view time_unit_name(TimeUnit unit);
+TimeUnit parse_time_unit(std::string_view name);
+std::uint64_t time_unit_ns(TimeUnit unit);
+
+// The format a path most likely holds when none is named: .csv is Azure, anything else Mooncake.
+TraceFormat guess_trace_format(const std::string& path);
+
+inline constexpr std::uint32_t kMooncakeBlockTokens = 512;
+inline constexpr std::uint32_t kInputTokensMax = 16'777'216;   // larger prompts are taken as corrupt data
+inline constexpr std::uint32_t kOutputTokensMax = 16'777'216;
+
+struct TraceOptions {
+    TraceFormat format = TraceFormat::mooncake;
+    TimeUnit time_unit = TimeUnit::ms;      // jsonl only; Mooncake is always ms
+    std::uint32_t block_tokens = 512;       // jsonl and azure; Mooncake is always 512
+    std::uint64_t seed = 1;                 // azure: seeds the prefix-sharing model
+    std::uint64_t limit = 0;                // read at most this many requests; 0 reads all
+    AzureSharing sharing;                   // azure only
+};
+
+// One request. arrival_ns is relative to the first request of the trace, which arrives at 0.
+struct TraceRecord {
+    std::uint64_t arrival_ns = 0;
+    std::uint32_t input_tokens = 0;
+    std::uint32_t output_tokens = 0;
+    std::uint32_t block_tokens = 0;
+    std::vector<std::uint64_t> block_ids;   // ceil(input_tokens / block_tokens) content-block ids
+    std::uint64_t line = 0;                 // 1-based line in the file, for messages
+};
+
+// Reads lines with a buffered stream, one at a time. Strips a UTF-8 BOM on line 1 and a trailing
+// CR, and remembers how many bytes the BOM took so that columns count the file's own bytes.
+class LineSource {
+public:
+    explicit LineSource(const std::string& path);
+    bool next_line();                                   // false at the end of the file
+    const std::string& text() const { return text_; }
+    std::uint64_t number() const { return number_; }
+    std::size_t column_offset() const { return number_ == 1 ? bom_bytes_ : 0; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    std::ifstream in_;
+    std::string text_;
+    std::uint64_t number_ = 0;
+    std::size_t bom_bytes_ = 0;
+};
+
+// The common front of every format: the request limit, times made relative to the first request,
+// the check that arrivals never go back, and the "no requests" error for an empty trace.
+class TraceReader {
+public:
+    // Throws InputError for a missing file, a folder, or options the format does not allow.
+    static std::unique_ptr<TraceReader> open(const std::string& path, const TraceOptions& options);
+    virtual ~TraceReader() = default;
+    TraceReader(const TraceReader&) = delete;
+    TraceReader& operator=(const TraceReader&) = delete;
+
+    // Fills `out` with the next request and returns true; false after the last one (or the limit).
+    // Throws InputError(path, "LINE:COL" or "LINE", message) on the first bad line.
+    bool next(TraceRecord& out);
+
+    const TraceOptions& options() const { return options_; }
+    const std::string& path() const { return lines_.path(); }
+
+protected:
+    TraceReader(const std::string& path, const TraceOptions& options);
+
+    // Reads the next record with an absolute arrival time; false at the end of the file.
+    virtual bool read_record(TraceRecord& out) = 0;
+
+    // Turns an absolute time into one relative to the first request, rejecting a step back.
+    std::uint64_t relative_arrival(std::uint64_t absolute_ns, std::size_t column);
+
+    // "LINE:COL" for the current line, counting the column (0-based index into text()) in file bytes.
+    std::string place(std::size_t index) const;
+    std::string line_place() const { return std::to_string(lines_.number()); }
+
+    LineSource lines_;
+    TraceOptions options_;
+
+private:
+    std::uint64_t delivered_ = 0;
+    std::uint64_t first_ns_ = 0;
+    std::uint64_t previous_ns_ = 0;
+};
+
+// The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
+std::size_t find_invalid_utf8(std::string_view text);
+
+// Parses a UTC wall-clock time "YYYY-MM-DD HH:MM:SS[.fraction]" (up to 9 fraction digits, years
+// 1970..2500, 'T' also accepted as the separator) into ns since 1970-01-01; nullopt when malformed.
+std::optional<std::uint64_t> parse_wall_clock_ns(std::string_view text);
+
+// The number of blocks a prompt fills: ceil(input_tokens / block_tokens).
+inline std::uint32_t blocks_for(std::uint32_t input_tokens, std::uint32_t block_tokens) {
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(input_tokens) + block_tokens - 1) / block_tokens);
+}
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,37 @@
+// Writes requests as Mooncake-style JSONL in bounded memory: lines gather in a small buffer that is
+// flushed as it fills, to stdout or to a temporary file that is renamed into place at finish().
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "sim/workload/trace.hpp"
+
+namespace kvcheck::sim {
+
+// Appends one line: {"timestamp": MS, "input_length": N, "output_length": N, "hash_ids": [...]}
+// with the arrival floored to whole milliseconds, as Mooncake writes it.
+void append_mooncake_line(std::string& out, const TraceRecord& record);
+
+class TraceWriter {
+public:
+    // An empty path writes to stdout. Throws InputError when the temporary file cannot be created.
+    explicit TraceWriter(const std::string& path);
+    ~TraceWriter();  // a file never finished is removed, so no half-written trace is left behind
+    TraceWriter(const TraceWriter&) = delete;
+    TraceWriter& operator=(const TraceWriter&) = delete;
+
+    void write(const TraceRecord& record);
+    void finish();   // flushes; for a file, renames the temporary file onto the path
+
+private:
+    void flush_buffer();
+
+    std::string path_;
+    std::string temp_path_;
+    std::FILE* file_ = nullptr;
+    std::string buffer_;
+    bool finished_ = false;
+};
+
+}  // namespace kvcheck::sim
