@@ -13,6 +13,7 @@ struct Common {
 
 void register_presets(CLI::App& app, Common& common);
 void register_policies(CLI::App& app, Common& common);
+void register_replay(CLI::App& app, Common& common);
 void register_trace(CLI::App& app, Common& common);
 
 }  // namespace kvcheck::cli

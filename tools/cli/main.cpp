@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     kvcheck::cli::Common common;
     kvcheck::cli::register_presets(app, common);
     kvcheck::cli::register_policies(app, common);
+    kvcheck::cli::register_replay(app, common);
     kvcheck::cli::register_trace(app, common);
     try {
         app.parse(argc, argv);
