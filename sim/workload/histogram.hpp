@@ -55,7 +55,6 @@ class HistogramSampler {
 public:
     explicit HistogramSampler(const LogHistogram& histogram);
     std::uint64_t sample(Rng& rng) const;  // 0 when the histogram was empty
-    bool empty() const { return buckets_.empty(); }
 
 private:
     std::vector<LogHistogram::Bucket> buckets_;
