@@ -80,6 +80,17 @@ const TraceSynthesizer::Recent* TraceSynthesizer::pick_continued_parent() {
     return parent;
 }
 
+// A branching request shares a prefix of its parent, so in the source its parent always had more
+// whole blocks than were shared. The parent is redrawn (up to kParentTries) until it is that long.
+const TraceSynthesizer::Recent* TraceSynthesizer::pick_branched_parent(std::uint64_t shared_blocks) {
+    const Recent* parent = nullptr;
+    for (int attempt = 0; attempt < kParentTries; ++attempt) {
+        parent = pick_parent(branch_distance_);
+        if (parent == nullptr || parent->full_blocks > shared_blocks) break;
+    }
+    return parent;
+}
+
 std::uint32_t TraceSynthesizer::scaled_input(std::uint64_t source_tokens) const {
     if (block_tokens_ == source_block_tokens_ || source_tokens == 0) return static_cast<std::uint32_t>(source_tokens);
     // Scale block by block so that the output has exactly as many blocks as the source request.
@@ -100,9 +111,10 @@ void TraceSynthesizer::next(TraceRecord& out) {
     std::uint64_t shared_blocks = 0;
     std::uint64_t new_tokens = 0;
     if (pick >= weight_fresh_ + weight_continuing_) {
-        parent = pick_parent(branch_distance_);
+        shared_blocks = branch_shared_blocks_.sample(rng_);
+        parent = pick_branched_parent(shared_blocks);
         if (parent != nullptr) {
-            shared_blocks = std::min<std::uint64_t>(branch_shared_blocks_.sample(rng_), parent->full_blocks);
+            shared_blocks = std::min<std::uint64_t>(shared_blocks, parent->full_blocks);
             new_tokens = branch_new_tokens_.sample(rng_);
         }
     } else if (pick >= weight_fresh_) {

@@ -34,6 +34,7 @@ private:
     };
     const Recent* pick_parent(const HistogramSampler& distance);
     const Recent* pick_continued_parent();
+    const Recent* pick_branched_parent(std::uint64_t shared_blocks);
     std::uint32_t continue_accept_ppm(std::uint32_t full_blocks) const;
     // Token counts in the output block size: every count scales by block_tokens / source block.
     std::uint32_t scaled_input(std::uint64_t source_tokens) const;
