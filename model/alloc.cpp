@@ -46,9 +46,6 @@ void give_back_slot(World& w, std::uint32_t slot) {
     }
 }
 
-std::uint64_t entry_cost(const World& w, std::uint8_t group, std::uint32_t start, std::uint32_t end) {
-    return segment_bytes(w.config->groups[group], end - start);
-}
 
 // Makes room for `bytes` more on the GPU. Returns false when nothing more can be evicted.
 bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
@@ -56,15 +53,16 @@ bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
     while (w.gpu_used_bytes + bytes > w.limits.gpu_budget_bytes) {
         std::uint32_t victim = kNone;
         for (Form f : kEvictionOrder) {
-            auto& set = w.evictable[static_cast<int>(f)];
-            if (!set.empty()) {
-                victim = set.begin()->second;
-                break;
-            }
+            for (std::uint32_t head : w.lru_head)
+                if (head != kNone && w.segments[head].form == f) {
+                    victim = head;
+                    break;
+                }
+            if (victim != kNone) break;
         }
         if (victim == kNone) return false;
         if (log != nullptr) log->evicted.push_back({w.segments[victim].form, w.bytes_of(w.segments[victim])});
-        free_segment(w, victim);
+        evict_segment(w, victim);
     }
     return true;
 }
@@ -90,24 +88,52 @@ bool is_evictable(const World& w, const Segment& s) {
            (s.graph_refs == 0 || !w.defenses.graph_guard);
 }
 
+namespace {
+
+void lru_remove(World& w, std::uint32_t id) {
+    Segment& s = w.segments[id];
+    if (!s.in_lru) return;
+    const std::size_t f = World::lru_list(s);
+    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = s.lru_next;
+    else w.lru_head[f] = s.lru_next;
+    if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = s.lru_prev;
+    else w.lru_tail[f] = s.lru_prev;
+    s.lru_prev = s.lru_next = kNone;
+    s.in_lru = false;
+}
+
+void lru_push_back(World& w, std::uint32_t id) {
+    Segment& s = w.segments[id];
+    const std::size_t f = World::lru_list(s);
+    s.lru_prev = w.lru_tail[f];
+    s.lru_next = kNone;
+    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = id;
+    else w.lru_head[f] = id;
+    w.lru_tail[f] = id;
+    s.in_lru = true;
+}
+
+}  // namespace
+
 void refresh_evictable(World& w, std::uint32_t id) {
-    const Segment& s = w.segments[id];
-    auto& set = w.evictable[static_cast<int>(s.form)];
-    // last_use is the set key, so callers refresh before changing it (touch() does).
-    if (is_evictable(w, s)) set.insert({s.last_use, id});
-    else set.erase({s.last_use, id});
+    const bool candidate = is_evictable(w, w.segments[id]);
+    if (candidate && !w.segments[id].in_lru) lru_push_back(w, id);
+    else if (!candidate) lru_remove(w, id);
 }
 
 void touch(World& w, std::uint32_t id) {
-    Segment& s = w.segments[id];
-    w.evictable[static_cast<int>(s.form)].erase({s.last_use, id});
-    s.last_use = ++w.tick;
+    lru_remove(w, id);
     refresh_evictable(w, id);
 }
 
 std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint32_t start, std::uint32_t end,
                              std::uint64_t key, std::uint32_t owner, AdmissionLog* log) {
-    const std::uint64_t bytes = entry_cost(w, group, start, end);
+    Segment probe;
+    probe.group = group;
+    probe.start = start;
+    probe.end = end;
+    probe.is_tail = form == Form::uncompressed_tail;
+    const std::uint64_t bytes = w.bytes_of(probe);
     if (!make_room(w, bytes + kStateEntryBytes, log)) {
         if (log != nullptr) log->refused = true;
         return kNone;
@@ -128,7 +154,6 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
     s.layout_id = w.current_layout(group);
     s.owner = owner;
     s.live = true;
-    s.last_use = ++w.tick;
     s.slot = take_slot(w, form);
     w.slots[s.slot].owner = id;
     ++w.live_segments;
@@ -156,7 +181,7 @@ void release_slot(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (s.slot == kNone) return;
     if (s.graph_refs > 0) ++w.moved_under_graph;
-    w.evictable[static_cast<int>(s.form)].erase({s.last_use, id});
+    lru_remove(w, id);
     const std::uint64_t bytes = w.bytes_of(s);
     w.gpu_used_bytes -= bytes;
     w.bytes_by_form[static_cast<int>(s.form)] -= bytes;
@@ -183,23 +208,31 @@ void free_segment(World& w, std::uint32_t id) {
     w.free_segment_ids.push_back(id);
 }
 
+void evict_segment(World& w, std::uint32_t id) {
+    Segment& s = w.segments[id];
+    if (s.disk == kNone || !s.whole) {
+        free_segment(w, id);
+        return;
+    }
+    // A copy already sits on disk: dropping the GPU copy leaves a registered on-disk prefix.
+    release_slot(w, id);
+    s.stage = Stage::on_disk;
+    ++s.epoch;
+}
+
 void publish(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (s.published) return;
     // A newer segment for the same prefix replaces the older one in the index.
-    const auto [it, inserted] = w.index.try_emplace(w.index_key(s.key, s.group, s.is_tail), id);
-    if (!inserted) {
-        w.segments[it->second].published = false;
-        it->second = id;
-    }
+    const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail), id);
+    if (replaced != FlatIndex::kMissing && replaced != id) w.segments[replaced].published = false;
     s.published = true;
 }
 
 void unpublish(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (!s.published) return;
-    const auto it = w.index.find(w.index_key(s.key, s.group, s.is_tail));
-    if (it != w.index.end() && it->second == id) w.index.erase(it);
+    w.index.erase(w.index_key(s.key, s.group, s.is_tail), id);
     s.published = false;
 }
 

@@ -30,6 +30,9 @@ bool admit_slot(World& w, std::uint32_t id, AdmissionLog* log);
 // Drops a segment entirely: unpublished, slot and disk copy freed, epoch bumped.
 void free_segment(World& w, std::uint32_t id);
 
+// The evictor's path: drops the GPU copy; the segment survives as on-disk when a disk copy exists.
+void evict_segment(World& w, std::uint32_t id);
+
 // Releases only the GPU slot of a segment (after an offload or a failed load).
 void release_slot(World& w, std::uint32_t id);
 

@@ -90,6 +90,8 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
         if (f.present && !f.epoch_ok)
             fail("RL3_toctou", entry_text(w, r, e) + " is read although its epoch changed since validation (" +
                                    std::to_string(e.epoch) + " -> " + std::to_string(w.segments[e.segment].epoch) + ")");
+        if (f.present && q.config_epoch_at_lookup != w.config_epoch)
+            fail("RL3_toctou", entry_text(w, r, e) + " is read although the model config changed since validation");
         if (f.present && f.epoch_ok && !f.resident)
             fail("FM5_resident", entry_text(w, r, e) + " is read while registered but not resident (stage " +
                                      std::string(stage_name(w.segments[e.segment].stage)) + ")");
@@ -165,9 +167,10 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         if (s.published && w.find(s.key, s.group, s.is_tail) != id)
             fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
     }
-    for (const auto& [key, id] : w.index)
+    w.index.for_each([&](std::uint64_t, std::uint32_t id) {
         if (id >= w.segments.size() || !w.segments[id].live || !w.segments[id].published)
             fail("ST1_state_table", "the prefix index points at segment " + std::to_string(id) + ", which is not a live published entry");
+    });
     if (live != w.live_segments) fail("ST1_state_table", "live segment count drifted");
     if (used != w.gpu_used_bytes)
         fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " + std::to_string(used));

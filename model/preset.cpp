@@ -173,10 +173,11 @@ std::vector<ModelConfig> build_presets() {
                    "784-token block boundaries) and 12 gated attention layers, 2,048 B/token/layer",
                    {linear_group("deltanet", 36, 784, 2 * 1024 * 1024), full_group("attention", 12, 784, 784, 1, 2048, 1)},
                    30'000});
-    all.push_back({"toy", "Small hybrid model for tests and exhaustive checks: two full groups (one 4x compressed "
-                   "with 64-token segments), SWA 32, an indexer and a linear-state group",
-                   {full_group("c4", 2, 16, 64, 4, 64, 1), full_group("c1", 2, 16, 16, 1, 64, 1),
-                    window_group("swa", GroupKind::swa, 2, 16, 32, 64, 2), indexer_group("indexer", 2, 16, 16, 4, 1),
+    all.push_back({"toy", "Small hybrid model for tests and exhaustive checks: two full groups (plain, and 4x "
+                   "compressed with 64-token segments), SWA 32, an indexer over the plain group and a "
+                   "linear-state group with 32-token checkpoints",
+                   {full_group("c1", 2, 16, 16, 1, 64, 1), full_group("c4", 2, 16, 64, 4, 64, 1),
+                    window_group("swa", GroupKind::swa, 2, 16, 32, 64, 2), indexer_group("indexer", 2, 16, 16, 4, 0),
                     linear_group("linear", 2, 32, 256)},
                    1'000});
     return all;

@@ -183,6 +183,23 @@ void slide(World& w, std::uint32_t r, StepOutcome& out) {
     if (changed) working_set_changed(w, r, out);
 }
 
+std::uint32_t add_io(World& w, const IoOp& op) {
+    auto slot = std::find_if(w.io.begin(), w.io.end(), [](const IoOp& o) { return !o.live; });
+    if (slot == w.io.end()) slot = w.io.insert(w.io.end(), op);
+    else *slot = op;
+    return static_cast<std::uint32_t>(slot - w.io.begin());
+}
+
+void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
+    Segment& s = w.segments[id];
+    s.disk = allocate_disk(w, id);
+    w.disk_used_bytes += w.bytes_of(s);
+    w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += w.bytes_of(s);
+    s.stage = Stage::offloading;
+    refresh_evictable(w, id);
+    out.io_started.push_back(add_io(w, {id, kNone, IoKind::offload, true}));
+}
+
 bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out) {
     Segment& s = w.segments[id];
     if (s.stage != Stage::on_disk) return false;
@@ -193,11 +210,7 @@ bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out) {
     }
     out.evicted.insert(out.evicted.end(), log.evicted.begin(), log.evicted.end());
     s.stage = Stage::loading;
-    IoOp op{id, r, IoKind::load, true};
-    auto slot = std::find_if(w.io.begin(), w.io.end(), [](const IoOp& o) { return !o.live; });
-    if (slot == w.io.end()) slot = w.io.insert(w.io.end(), op);
-    else *slot = op;
-    out.io_started.push_back(static_cast<std::uint32_t>(slot - w.io.begin()));
+    out.io_started.push_back(add_io(w, {id, r, IoKind::load, true}));
     return true;
 }
 
@@ -334,9 +347,15 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
     if (op.kind == IoKind::offload) {
         if (ok) {
             w.disk[s.disk].content = w.slots[s.slot].content;
-            release_slot(w, op.segment);
-            s.stage = Stage::on_disk;
-            ++s.epoch;
+            if (s.pins > 0 || (s.graph_refs > 0 && w.defenses.graph_guard)) {
+                // Pinned while the copy ran: the GPU copy stays, the disk copy is kept beside it.
+                s.stage = Stage::ready;
+                refresh_evictable(w, op.segment);
+            } else {
+                release_slot(w, op.segment);
+                s.stage = Stage::on_disk;
+                ++s.epoch;
+            }
         } else {
             free_disk(w, s.disk);
             w.disk_used_bytes -= bytes;
@@ -411,14 +430,17 @@ bool segment_enabled(const World& w, const Step& step) {
             return is_evictable(w, s) && s.stage == Stage::ready && s.disk == kNone &&
                    w.disk_used_bytes + w.bytes_of(s) <= w.limits.disk_capacity_bytes;
         case StepKind::interrupt_eviction: return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
-        case StepKind::skew_index:
-            return s.stage == Stage::ready && s.form == Form::compressed_kv && indexer_of(w, s.group) != 0xFF &&
-                   w.find(s.key, indexer_of(w, s.group), false) != kNone;
+        case StepKind::skew_index: return s.stage == Stage::ready && s.form == Form::indexer_state && s.slot != kNone;
         case StepKind::migrate: return is_evictable(w, s) && s.stage == Stage::ready;
         case StepKind::lose_block:
             return is_evictable(w, s) && s.form == Form::compressed_kv && s.whole && s.stage == Stage::ready;
         default: return false;
     }
+}
+
+bool read_in_flight(const World& w) {
+    return std::any_of(w.requests.begin(), w.requests.end(),
+                       [](const Request& q) { return q.phase == Phase::revalidated || q.phase == Phase::allocated; });
 }
 
 }  // namespace
@@ -454,8 +476,11 @@ bool enabled(const World& w, const Step& step) {
         case StepKind::io_fail: return step.target < w.io.size() && w.io[step.target].live;
         case StepKind::misaligned_reload:
             return step.target < w.io.size() && w.io[step.target].live && w.io[step.target].kind == IoKind::load;
-        case StepKind::bump_model_version: return w.kv_version < 0xFFFE;
-        case StepKind::change_layout: return step.target < w.config->groups.size() && w.layout_shift[step.target] < 0xFF;
+        // Weights and layouts change between scheduler iterations, never inside a read that has
+        // already been revalidated: such a change drains in-flight reads first.
+        case StepKind::bump_model_version: return w.kv_version < 0xFFFE && !read_in_flight(w);
+        case StepKind::change_layout:
+            return step.target < w.config->groups.size() && w.layout_shift[step.target] < 0xFF && !read_in_flight(w);
     }
     return false;
 }
@@ -481,20 +506,14 @@ StepOutcome apply(World& w, const Step& step) {
         case StepKind::capture_graph: capture(w, t); break;
         case StepKind::evict:
             out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t])});
-            free_segment(w, t);
+            evict_segment(w, t);
             break;
         case StepKind::offload: {
-            Segment& s = w.segments[t];
-            s.disk = allocate_disk(w, t);
-            w.disk_used_bytes += w.bytes_of(s);
-            w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += w.bytes_of(s);
-            s.stage = Stage::offloading;
-            refresh_evictable(w, t);
-            IoOp op{t, kNone, IoKind::offload, true};
-            auto slot = std::find_if(w.io.begin(), w.io.end(), [](const IoOp& o) { return !o.live; });
-            if (slot == w.io.end()) slot = w.io.insert(w.io.end(), op);
-            else *slot = op;
-            out.io_started.push_back(static_cast<std::uint32_t>(slot - w.io.begin()));
+            start_offload(w, t, out);
+            // The indexer pages share the KV block's table entry, so they go to disk with it.
+            const std::uint8_t ig = indexer_of(w, w.segments[t].group);
+            const std::uint32_t partner = ig == 0xFF ? kNone : w.find(w.segments[t].key, ig, false);
+            if (partner != kNone && segment_enabled(w, {StepKind::offload, partner, 0})) start_offload(w, partner, out);
             break;
         }
         case StepKind::io_complete: finish_io(w, t, true, false); break;
@@ -509,10 +528,14 @@ StepOutcome apply(World& w, const Step& step) {
             refresh_evictable(w, t);
             break;
         }
-        case StepKind::skew_index:
-            ++w.segments[t].data_version;
-            ++w.segments[t].epoch;
+        case StepKind::skew_index: {
+            // The index is left over from another KV version: its numbers and its version differ.
+            Segment& s = w.segments[t];
+            ++s.indexed_version;
+            w.slots[s.slot].content = hash_combine(w.slots[s.slot].content, 0x3) | 1;
+            ++s.epoch;
             break;
+        }
         case StepKind::bump_model_version:
             ++w.kv_version;
             ++w.config_epoch;
@@ -549,11 +572,15 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
     }
     for (std::uint32_t i = 0; i < w.io.size(); ++i)
         for (StepKind k : {StepKind::io_complete, StepKind::io_fail, StepKind::misaligned_reload}) consider(k, i);
-    for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
-        if (!w.segments[id].live) continue;
-        for (StepKind k : {StepKind::evict, StepKind::offload, StepKind::interrupt_eviction, StepKind::skew_index,
-                           StepKind::migrate, StepKind::lose_block})
-            consider(k, id);
+    for (std::uint32_t head : w.lru_head) {
+        if (head == kNone) continue;
+        std::size_t rank = 0;
+        for (std::uint32_t id = head; id != kNone && rank < kEvictionChoices; id = w.segments[id].lru_next, ++rank) {
+            consider(StepKind::evict, id);
+            consider(StepKind::offload, id);
+        }
+        for (StepKind k : {StepKind::interrupt_eviction, StepKind::skew_index, StepKind::migrate, StepKind::lose_block})
+            consider(k, head);
     }
     consider(StepKind::bump_model_version, 0);
     for (std::uint32_t g = 0; g < w.config->groups.size(); ++g) consider(StepKind::change_layout, g);

@@ -20,7 +20,7 @@ enum class StepKind : std::uint8_t {
     evict, offload,         // evictor / offloader; target = segment
     io_complete, io_fail,   // I/O engine; target = I/O op. io_fail is F2 (load or offload failure)
     interrupt_eviction,     // F1: eviction stops half-way; target = segment
-    skew_index,             // F3: a KV segment is rewritten, its index is not; target = KV segment
+    skew_index,             // F3: an indexer segment is left over from another KV version; target = it
     bump_model_version,     // F5: weights change
     change_layout,          // F5: a group's kernel layout changes; target = group
     misaligned_reload,      // F9: a load completes into a misaligned staging buffer; target = I/O op
@@ -57,6 +57,11 @@ bool enabled(const World& world, const Step& step);
 StepOutcome apply(World& world, const Step& step);
 
 // Every enabled step whose kind is in `kinds` (a bit per StepKind), in a canonical order.
+// Segment-targeted steps are offered for the oldest candidates of each eviction list only (one
+// list per group, tails apart): evictions and offloads for the kEvictionChoices least recently
+// used, faults for the least recently used one. An LRU evictor behaves so; it bounds branching
+// while keeping every group and form reachable.
+inline constexpr std::size_t kEvictionChoices = 1;
 void enabled_steps(const World& world, std::uint32_t kinds, std::vector<Step>& out);
 inline constexpr std::uint32_t kind_bit(StepKind k) { return 1u << static_cast<unsigned>(k); }
 

@@ -103,6 +103,8 @@ World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, L
     : config(std::move(model)), derived(derive(*config)), defenses(policy), rollout(mode), limits(limit) {
     KV_ASSERT(config != nullptr, "a world needs a model config");
     layout_shift.assign(config->groups.size(), 0);
+    lru_head.assign(config->groups.size() * 2, kNone);
+    lru_tail.assign(config->groups.size() * 2, kNone);
 }
 
 std::uint16_t World::current_layout(std::uint8_t g) const {
@@ -114,12 +116,14 @@ std::uint64_t World::index_key(std::uint64_t content_key, std::uint8_t g, bool t
 }
 
 std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail) const {
-    const auto it = index.find(index_key(content_key, g, tail));
-    return it == index.end() ? kNone : it->second;
+    return index.find(index_key(content_key, g, tail));
 }
 
 std::uint64_t World::bytes_of(const Segment& seg) const {
-    return segment_bytes(config->groups[seg.group], seg.end - seg.start);
+    const CacheGroup& g = config->groups[seg.group];
+    // Tail blocks hold raw, uncompressed KV whatever the group's compression ratio.
+    if (seg.is_tail) return std::uint64_t{seg.end - seg.start} * g.bytes_per_token_layer * g.layers;
+    return segment_bytes(g, seg.end - seg.start);
 }
 
 std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
@@ -155,6 +159,8 @@ std::uint64_t state_hash(const World& w) {
         e = hash_combine(e, (std::uint64_t{s.anchor} << 16) | s.graph_refs);
         h = hash_combine(h, e);
     }
+    for (std::uint32_t head : w.lru_head)  // LRU order decides future evictions
+        for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) h = hash_combine(h, id ^ 0xe1ULL);
     for (const Slot& s : w.slots) h = hash_combine(h, hash_combine(s.content ^ s.address, (std::uint64_t{s.owner} << 8) | s.label));
     for (const auto& list : w.free_slots)
         for (std::uint32_t id : list) h = hash_combine(h, id);

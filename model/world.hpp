@@ -6,11 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <set>
-#include <utility>
-#include <unordered_map>
 #include <vector>
 
+#include "model/flat_index.hpp"
 #include "model/policy.hpp"
 #include "model/preset.hpp"
 
@@ -24,11 +22,13 @@ inline constexpr std::uint8_t kNoLabel = 0xFF;
 enum class Stage : std::uint8_t { writing, ready, evicting, offloading, on_disk, loading, freed };
 std::string_view stage_name(Stage stage);
 
-// One state-table entry: a stored segment of one cache group. Packed to 56 bytes; the state
+// One state-table entry: a stored segment of one cache group. The state
 // table's own GPU cost is counted by admission (RL1) at kStateEntryBytes per entry.
+// Packed to 64 bytes.
 struct Segment {
     std::uint64_t key = 0;         // content key of the token prefix [0, end)
-    std::uint32_t last_use = 0;    // logical LRU tick
+    std::uint32_t lru_prev = kNone;  // neighbours in its form's eviction list (oldest first)
+    std::uint32_t lru_next = kNone;
     std::uint32_t start = 0;       // token range covered
     std::uint32_t end = 0;
     std::uint32_t anchor = 0;      // tail blocks: compression boundary they continue; linear: state position
@@ -49,8 +49,9 @@ struct Segment {
     bool whole : 1 = true;         // every block of the segment intact
     bool live : 1 = false;         // entry in use
     bool is_tail : 1 = false;      // an uncompressed-tail block of a full group
+    bool in_lru : 1 = false;       // sits in its form's eviction list
 };
-inline constexpr std::uint16_t kIndexNeverBuilt = 0xFFFF;
+static_assert(sizeof(Segment) <= 64, "a state-table entry must stay within 64 bytes");
 
 // One GPU block of a form's pool. `content` is the ground-truth tag of the bytes it holds.
 struct Slot {
@@ -167,7 +168,6 @@ struct World {
     std::uint16_t kv_version = 1;            // weights and quantisation version (F5)
     std::uint32_t config_epoch = 0;          // bumped by every F5 change; plans remember it
     std::vector<std::uint16_t> layout_shift;   // per group: added to the group's layout id (F5 layout change)
-    std::uint32_t tick = 0;
 
     std::vector<Segment> segments;             // the state table; index = segment id
     std::vector<std::uint32_t> free_segment_ids;
@@ -177,13 +177,17 @@ struct World {
     std::vector<std::uint32_t> shared_free_slots;                   // used only without separate lists
     std::vector<DiskObject> disk;
     std::vector<std::uint32_t> free_disk;
-    std::unordered_map<std::uint64_t, std::uint32_t> index;         // prefix index -> segment id
+    FlatIndex index;                           // prefix index -> segment id
     std::vector<IoOp> io;
     std::vector<Request> requests;
     std::vector<Graph> graphs;                 // one per request
 
-    // Resident, unpinned, unreferenced segments by form, oldest use first: eviction candidates.
-    std::array<std::set<std::pair<std::uint32_t, std::uint32_t>>, kFormCount> evictable;
+    // Eviction candidates (resident, unpinned, not under a guarded graph), least recently used
+    // first: one intrusive doubly-linked list per group and per tail/non-tail, threaded through
+    // the segments. List i holds group i/2, tail blocks when i is odd.
+    std::vector<std::uint32_t> lru_head;
+    std::vector<std::uint32_t> lru_tail;
+    static std::size_t lru_list(const Segment& s) { return std::size_t{s.group} * 2 + (s.is_tail ? 1 : 0); }
 
     // Evidence counters for the cheap per-step checks; apply() clears them before each step.
     std::uint32_t moved_under_graph = 0;       // RL4: a graph-referenced segment was freed or moved

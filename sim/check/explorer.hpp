@@ -1,0 +1,40 @@
+// `kvcheck check`: breadth-first exhaustive exploration of every interleaving at a bounded scope,
+// with state hashing so no state is expanded twice, so the first counterexample is a shortest one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "sim/check/trail.hpp"
+
+namespace kvcheck::sim {
+
+struct ExploreOptions {
+    std::uint64_t max_states = 20'000'000;
+    double max_seconds = 600;
+    bool stop_at_first = true;
+    bool keep_graph = false;   // store edges for the strongly-connected-component liveness analysis
+    std::string target;        // record only counterexamples violating this invariant ("" = any)
+    std::function<void(std::uint64_t states, std::uint32_t depth, double seconds)> progress;
+};
+
+struct ExploreReport {
+    std::uint64_t states = 0;
+    std::uint64_t transitions = 0;
+    std::uint32_t depth = 0;          // deepest level expanded
+    double seconds = 0;
+    double states_per_s = 0;
+    bool exhausted = false;           // every reachable state within the scope was expanded
+    std::string bound_hit;            // "", "max_states", "max_seconds" or "max_depth"
+    std::uint64_t depth_cut_states = 0;  // states left unexpanded at the depth bound
+    std::optional<Counterexample> counterexample;
+    std::uint64_t other_violations = 0;  // violating states not matching `target` (not expanded)
+    std::uint64_t stuck_states = 0;   // terminal states with an unfinished request (LV1_progress)
+    std::uint64_t nontrivial_sccs = 0;  // cycles in the explored graph (keep_graph only)
+};
+
+ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options);
+
+}  // namespace kvcheck::sim
