@@ -109,6 +109,9 @@ TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {
                                                "{\"timestamp\": 40, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n");
     EXPECT_EQ(read_all(micro, jsonl(TimeUnit::us, 512))[1].arrival_ns, 27'500u);
     EXPECT_EQ(read_all(micro, jsonl(TimeUnit::ns, 512))[1].arrival_ns, 28u);  // 12.5 ns truncates to 12
+    const std::string edge = write("e.jsonl", "{\"timestamp\": \"18446744073709.9\", \"input_length\": 1, "
+                                              "\"output_length\": 1, \"hash_ids\": [1]}\n");
+    EXPECT_THROW(read_all(edge, jsonl(TimeUnit::ms, 512)), InputError) << "the fraction must not wrap around";
 }
 
 // Proves: the Azure CSV parses wall-clock timestamps (last line without a newline) and the

@@ -78,7 +78,7 @@ bool parse_plain_decimal(std::string_view text, std::uint64_t unit_ns, std::uint
     for (char c : fraction) {
         if (c < '0' || c > '9') return false;
         place /= 10;
-        scaled += static_cast<std::uint64_t>(c - '0') * place;
+        if (__builtin_add_overflow(scaled, static_cast<std::uint64_t>(c - '0') * place, &scaled)) overflow = true;
     }
     out_ns = scaled;
     return true;
