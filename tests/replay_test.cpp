@@ -428,13 +428,15 @@ TEST(ReplayCli, ExitCodesAndJson) {
     std::filesystem::remove_all(dir);
 }
 
-// Proves: `--backend cuda` in a build without CUDA says so and exits 2.
-TEST(ReplayCli, CudaBackendWithoutCudaExits2) {
-    if (built_with_cuda()) GTEST_SKIP() << "this build has the CUDA backend; tests/replay_cuda_test.cpp covers it";
+// Proves: `--backend cuda` without a usable backend says why ("built without CUDA" or "no CUDA
+// device") and exits 2.
+TEST(ReplayCli, UnavailableCudaBackendExits2) {
+    std::string why;
+    if (make_backend("cuda", why)) GTEST_SKIP() << "a CUDA device is present; tests/replay_cuda_test.cpp covers it";
     const auto dir = fresh_dir("nocuda");
     write(dir / "a.json", schedule_to_json(toy(64, 96)));
     const Cli r = run_cli("replay " + dir.string() + " --backend cuda");
     EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.out.find("built without CUDA"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(built_with_cuda() ? "no CUDA device" : "built without CUDA"), std::string::npos) << r.out;
     std::filesystem::remove_all(dir);
 }
