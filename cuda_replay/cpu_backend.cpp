@@ -1,9 +1,10 @@
 // CPU reference backend: fp32 throughout, the fixed split-size reductions of kernel_math.hpp, and
 // no multiply-add contraction (-ffp-contract=off). A chunk is processed layer by layer, in the
 // same order of operations as the CUDA kernels.
+#include "cuda_replay/backend.hpp"
+
 #include <algorithm>
 
-#include "cuda_replay/backend.hpp"
 #include "model/core.hpp"
 
 namespace kvcheck::replay {
