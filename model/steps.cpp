@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::array<std::string_view, kStepKindCount> kStepNames = {
     "lookup",  "pin",       "revalidate",   "allocate",        "read",          "commit",        "decode",
-    "finish",  "capture_graph", "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
+    "finish",  "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
     "skew_index", "bump_model_version", "change_layout", "misaligned_reload", "migrate", "lose_block"};
 
 std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
@@ -317,6 +317,8 @@ void do_commit(World& w, std::uint32_t r, StepOutcome& out) {
     q.pos = q.spec->input_tokens;
     q.phase = Phase::decoding;
     slide(w, r, out);
+    // Decode runs as a captured graph over the request's working set (graph-capture mode).
+    if (w.limits.capture_graphs && q.spec->output_tokens > 0) capture(w, r);
 }
 
 void do_decode(World& w, std::uint32_t r, std::uint32_t tokens, StepOutcome& out) {
@@ -415,7 +417,6 @@ bool request_enabled(const World& w, const Step& step) {
         case StepKind::commit: return q.phase == Phase::read;
         case StepKind::decode: return q.phase == Phase::decoding && q.pos < end;
         case StepKind::finish: return q.phase == Phase::decoding && q.pos >= end;
-        case StepKind::capture_graph: return q.phase == Phase::decoding && q.pos < end && !w.graphs[step.target].live;
         default: return false;
     }
 }
@@ -464,8 +465,7 @@ bool enabled(const World& w, const Step& step) {
         case StepKind::read:
         case StepKind::commit:
         case StepKind::decode:
-        case StepKind::finish:
-        case StepKind::capture_graph: return request_enabled(w, step);
+        case StepKind::finish: return request_enabled(w, step);
         case StepKind::evict:
         case StepKind::offload:
         case StepKind::interrupt_eviction:
@@ -503,7 +503,6 @@ StepOutcome apply(World& w, const Step& step) {
         case StepKind::commit: do_commit(w, t, out); break;
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
         case StepKind::finish: do_finish(w, t); break;
-        case StepKind::capture_graph: capture(w, t); break;
         case StepKind::evict:
             out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t])});
             evict_segment(w, t);
@@ -567,7 +566,7 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
     };
     for (std::uint32_t r = 0; r < w.requests.size(); ++r) {
         for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
-                           StepKind::commit, StepKind::decode, StepKind::finish, StepKind::capture_graph})
+                           StepKind::commit, StepKind::decode, StepKind::finish})
             consider(k, r);
     }
     for (std::uint32_t i = 0; i < w.io.size(); ++i)
@@ -601,8 +600,7 @@ std::string describe(const World& w, const Step& step) {
         case StepKind::allocate:
         case StepKind::read:
         case StepKind::commit:
-        case StepKind::finish:
-        case StepKind::capture_graph: return out + " request " + std::to_string(step.target);
+        case StepKind::finish: return out + " request " + std::to_string(step.target);
         case StepKind::decode:
             return out + " request " + std::to_string(step.target) +
                    (step.arg != 0 ? " by " + std::to_string(step.arg) + " tokens" : std::string());

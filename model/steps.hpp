@@ -15,8 +15,7 @@ namespace kvcheck::model {
 
 enum class StepKind : std::uint8_t {
     // request worker; target = request
-    lookup, pin, revalidate, allocate, read, commit, decode, finish,
-    capture_graph,          // graph capturer; target = request in decode
+    lookup, pin, revalidate, allocate, read, commit, decode, finish,  // commit captures the decode graph
     evict, offload,         // evictor / offloader; target = segment
     io_complete, io_fail,   // I/O engine; target = I/O op. io_fail is F2 (load or offload failure)
     interrupt_eviction,     // F1: eviction stops half-way; target = segment
@@ -27,7 +26,7 @@ enum class StepKind : std::uint8_t {
     migrate,                // F10: a resident segment moves to another slot; target = segment
     lose_block,             // F11: one block of a compressed segment is lost; target = segment
 };
-inline constexpr int kStepKindCount = 20;
+inline constexpr int kStepKindCount = 19;
 std::string_view step_kind_name(StepKind kind);
 std::optional<StepKind> step_kind_from_name(std::string_view name);
 bool is_fault(StepKind kind);

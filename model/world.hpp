@@ -156,6 +156,7 @@ struct Limits {
     std::uint64_t gpu_budget_bytes = 1ULL << 30;
     std::uint64_t disk_capacity_bytes = 1ULL << 40;
     std::uint8_t max_lookups = 3;      // lookups per request before it gives up on the cache
+    bool capture_graphs = true;        // decode runs as captured graphs (RL4 applies)
 };
 
 struct World {

@@ -92,6 +92,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
     std::vector<Frontier> next;
+    model::World child = level.front().world;
     for (std::uint32_t depth = 0; !level.empty(); ++depth) {
         report.depth = depth;
         if (options.progress) options.progress(nodes.size(), depth, elapsed());
@@ -105,7 +106,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             model::enabled_steps(f.world, allowed_kinds(scope, f.faults, f.background), steps);
             if (steps.empty() && !all_done(f.world)) ++report.stuck_states;
             for (const model::Step& step : steps) {
-                model::World child = f.world;
+                child = f.world;  // copy-assignment reuses the scratch world's buffers
                 const model::StepOutcome outcome = model::apply(child, step);
                 ++report.transitions;
                 const auto faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
@@ -135,7 +136,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     }
                     continue;  // do not expand past a violation
                 }
-                next.push_back({std::move(child), node, faults, background});
+                next.push_back({child, node, faults, background});
             }
             if (nodes.size() >= options.max_states || elapsed() >= options.max_seconds) {
                 report.bound_hit = nodes.size() >= options.max_states ? "max_states" : "max_seconds";

@@ -12,7 +12,7 @@ using model::StepKind;
 std::uint32_t actor_kinds() {
     std::uint32_t bits = 0;
     for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
-                       StepKind::commit, StepKind::decode, StepKind::finish, StepKind::capture_graph, StepKind::io_complete})
+                       StepKind::commit, StepKind::decode, StepKind::finish, StepKind::io_complete})
         bits |= kind_bit(k);
     return bits;
 }
