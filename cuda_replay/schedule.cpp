@@ -184,7 +184,9 @@ Read Parser::read(const json& value, const std::string& p, const Schedule& s) co
     if (!source.is_null()) {
         const std::string sp = p + "/source";
         Source src;
-        src.tokens = tokens(member(source, sp, "tokens"), sp + "/tokens");
+        // "request" stands for the schedule's own prompt: the usual source, written once.
+        const json& listed = member(source, sp, "tokens");
+        src.tokens = listed.is_string() && listed.get<std::string>() == "request" ? s.tokens : tokens(listed, sp + "/tokens");
         range(source, sp, static_cast<int>(src.tokens.size()), linear, src.start, src.end);
         src.weights_version = unsigned_integer(member(source, sp, "weights_version"), sp + "/weights_version");
         src.layout = small(member(source, sp, "layout"), sp + "/layout", 0, 65535);

@@ -47,6 +47,8 @@ std::string entry_text(const World& w, std::uint32_t r, const PlanEntry& e) {
            (e.segment == kNone ? std::string(" (nothing registered)") : " segment " + std::to_string(e.segment));
 }
 
+}  // namespace
+
 std::string mismatch_cause(const ReadFact& f) {
     if (!f.present) return "nothing was registered for this range";
     if (!f.epoch_ok) return "the segment changed after validation (evicted, moved or reloaded)";
@@ -57,6 +59,13 @@ std::string mismatch_cause(const ReadFact& f) {
     if (!f.index_ok) return "the index was built over another KV version";
     return "the stored content belongs to another version, position or an unfinished write";
 }
+
+bool corrupts_output(const std::string& invariant) {
+    return invariant == "OR1_ground_truth" || invariant == "VL1_lcm_boundary" || invariant == "VL3_group_intersection" ||
+           invariant == "FM2_tail_boundary" || invariant == "FM3_swa_window";
+}
+
+namespace {
 
 void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     const Request& q = w.requests[r];

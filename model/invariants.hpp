@@ -33,6 +33,13 @@ struct ReadFact {
 
 std::vector<ReadFact> read_facts(const World& world, std::uint32_t request);
 
+// Why a read's content differs from the ground truth, in words (for corruption reports).
+std::string mismatch_cause(const ReadFact& fact);
+
+// The read-time invariants whose violation means the resumed output is wrong (silent corruption):
+// content mismatch, a missing range, a half block, a misplaced tail.
+bool corrupts_output(const std::string& invariant);
+
 struct InvariantInfo {
     std::string_view name;
     std::string_view summary;

@@ -154,9 +154,9 @@ std::vector<ModelConfig> build_presets() {
                    12'000});
     all.push_back({"deepseek-v4",
                    "DeepSeek-V4: c4 (4x compressed, sparse, indexer top-512) and c128 (128x compressed) "
-                   "groups, every layer also SWA 128, 256-token logical block, fp8 entry 584 B; the "
-                   "c128 compression segment of 1024 tokens is a modelling choice that exposes the tail",
-                   {full_group("c4", 31, 256, 256, 4, 584, 1), full_group("c128", 30, 256, 1024, 128, 584, 1),
+                   "groups, every layer also SWA 128, 256-token logical block, fp8 entry 584 B; a logical "
+                   "block holds whole compression segments, so block-aligned resumes need no raw tail",
+                   {full_group("c4", 31, 256, 256, 4, 584, 1), full_group("c128", 30, 256, 256, 128, 584, 1),
                     window_group("swa", GroupKind::swa, 61, 64, 128, 584, 2),
                     indexer_group("indexer", 31, 256, 132, 512, 0)},
                    15'000});

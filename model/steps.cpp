@@ -71,13 +71,6 @@ void capture(World& w, std::uint32_t r) {
     g.live = true;
 }
 
-// A request's working set changed under its captured graph: the guard recaptures, the mutant does not.
-void working_set_changed(World& w, std::uint32_t r, StepOutcome& out) {
-    if (!w.graphs[r].live || !w.defenses.graph_guard) return;
-    release_graph(w, r);
-    capture(w, r);
-    ++out.recaptures;
-}
 
 // Creates one segment this request writes, pinned by it. False when admission refused it.
 bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uint32_t start, std::uint32_t end,
@@ -159,28 +152,32 @@ void complete_writes(World& w, std::uint32_t r) {
 // rolling tails folded into a compressed segment. Freed tails are the rolling buffer's reuse (F7).
 void slide(World& w, std::uint32_t r, StepOutcome& out) {
     Request& q = w.requests[r];
-    bool changed = false;
-    for (std::size_t i = 0; i < q.pinned.size();) {
-        const std::uint32_t id = q.pinned[i];
+    std::vector<std::uint32_t> drops;
+    for (std::uint32_t id : q.pinned) {
         const Segment& s = w.segments[id];
         const CacheGroup& grp = w.group(s.group);
         bool drop = false;
         if (grp.kind == GroupKind::swa) drop = s.end + grp.window_tokens <= q.pos;
         else if (grp.kind == GroupKind::chunked) drop = s.end <= q.pos / grp.window_tokens * grp.window_tokens;
         else if (s.is_tail) drop = s.end <= q.pos / grp.segment_tokens * grp.segment_tokens;
-        if (!drop) {
-            ++i;
-            continue;
-        }
-        const bool own_tail = s.is_tail && s.owner == q.spec->uid;
+        if (drop) drops.push_back(id);
+    }
+    if (drops.empty()) return;
+    // The guard takes the graph down before its addresses change and captures it again after.
+    const bool recapture = w.graphs[r].live && w.defenses.graph_guard;
+    if (recapture) release_graph(w, r);
+    for (std::uint32_t id : drops) {
+        const bool own_tail = w.segments[id].is_tail && w.segments[id].owner == q.spec->uid;
         let_go(w, q, id);
-        changed = true;
         if (own_tail && w.segments[id].pins == 0 && w.segments[id].stage == Stage::ready) {
             out.evicted.push_back({Form::uncompressed_tail, w.bytes_of(w.segments[id])});
             free_segment(w, id);
         }
     }
-    if (changed) working_set_changed(w, r, out);
+    if (recapture) {
+        capture(w, r);
+        ++out.recaptures;
+    }
 }
 
 std::uint32_t add_io(World& w, const IoOp& op) {
@@ -407,6 +404,7 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
 bool request_enabled(const World& w, const Step& step) {
     if (step.target >= w.requests.size()) return false;
     const Request& q = w.requests[step.target];
+    if (q.spec == nullptr) return false;  // a recycled slot
     const std::uint32_t end = q.spec->input_tokens + q.spec->output_tokens;
     switch (step.kind) {
         case StepKind::lookup: return q.phase == Phase::arrived || q.phase == Phase::io_done;

@@ -129,9 +129,23 @@ std::uint64_t World::bytes_of(const Segment& seg) const {
 std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
     Request r;
     r.spec = std::move(spec);
+    if (!free_requests.empty()) {
+        const std::uint32_t slot = free_requests.back();
+        free_requests.pop_back();
+        requests[slot] = std::move(r);
+        return slot;
+    }
     requests.push_back(std::move(r));
     graphs.emplace_back();
     return static_cast<std::uint32_t>(requests.size() - 1);
+}
+
+void World::release_request(std::uint32_t r) {
+    Request& q = requests[r];
+    KV_ASSERT(q.phase == Phase::done && q.pinned.empty() && !graphs[r].live, "release_request of a request still running");
+    q = Request{};
+    q.phase = Phase::done;
+    free_requests.push_back(r);
 }
 
 std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_t group, std::uint32_t start,

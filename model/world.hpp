@@ -180,8 +180,9 @@ struct World {
     std::vector<std::uint32_t> free_disk;
     FlatIndex index;                           // prefix index -> segment id
     std::vector<IoOp> io;
-    std::vector<Request> requests;
-    std::vector<Graph> graphs;                 // one per request
+    std::vector<Request> requests;             // slots; finished ones are recycled
+    std::vector<std::uint32_t> free_requests;
+    std::vector<Graph> graphs;                 // one per request slot
 
     // Eviction candidates (resident, unpinned, not under a guarded graph), least recently used
     // first: one intrusive doubly-linked list per group and per tail/non-tail, threaded through
@@ -206,6 +207,8 @@ struct World {
     std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail) const;
     std::uint64_t bytes_of(const Segment& seg) const;
     std::uint32_t add_request(std::shared_ptr<const RequestSpec> spec);
+    // Frees a finished request's slot for reuse (long traces keep memory bounded).
+    void release_request(std::uint32_t r);
 };
 
 // The ground-truth tag of what a group's stored range should hold for this token prefix now.

@@ -15,5 +15,8 @@ void register_presets(CLI::App& app, Common& common);
 void register_policies(CLI::App& app, Common& common);
 void register_replay(CLI::App& app, Common& common);
 void register_trace(CLI::App& app, Common& common);
+void register_run(CLI::App& app, Common& common);
+void register_compare(CLI::App& app, Common& common);
+void register_validate(CLI::App& app, Common& common);
 
 }  // namespace kvcheck::cli

@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("kvcheck ") + KVCHECK_VERSION);
     app.require_subcommand(1);
     kvcheck::cli::Common common;
+    kvcheck::cli::register_run(app, common);
+    kvcheck::cli::register_compare(app, common);
+    kvcheck::cli::register_validate(app, common);
     kvcheck::cli::register_presets(app, common);
     kvcheck::cli::register_policies(app, common);
     kvcheck::cli::register_replay(app, common);

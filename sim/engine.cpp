@@ -1,0 +1,404 @@
+// Event loop, request lifecycle timing, storage tiers and the oracle bookkeeping. Faults are
+// delegated to FaultInjector (sim/faults.cpp); schedules to ScheduleExporter (sim/schedules.cpp).
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <queue>
+
+#include "model/core.hpp"
+#include "model/invariants.hpp"
+#include "sim/check/trail.hpp"
+#include "sim/faults.hpp"
+#include "sim/schedules.hpp"
+
+namespace kvcheck::sim {
+
+namespace {
+
+using model::Phase;
+using model::Step;
+using model::StepKind;
+
+enum class EventKind : std::uint8_t { arrival, step, io_done, fault };
+
+struct Event {
+    std::uint64_t time;
+    std::uint64_t seq;
+    EventKind kind;
+    std::uint32_t a;
+    std::uint32_t b;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// Per request slot: what the simulator knows beyond the model.
+struct Tracking {
+    std::uint32_t uid = 0;
+    std::uint64_t arrival_ns = 0;
+    std::uint64_t io_wait_start_ns = 0;
+    std::uint64_t prefill_start_ns = 0;
+    std::uint32_t hash_hit_len = 0;
+    bool looked_up = false;
+    bool stale = false;
+};
+
+class Engine {
+public:
+    Engine(const Scenario& s, const RunOptions& o)
+        : s_(s), policy_(o.policy.empty() ? s.policy : o.policy), seed_(o.seed_given ? o.seed : s.seed), options_(o),
+          world_(std::make_shared<model::ModelConfig>(s.model), model::find_policy(policy_)->defenses, limits(s), s.rollout),
+          rng_(seed_), io_rng_(rng_.fork(1)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests) {
+        if (!s.trace_path.empty()) {
+            TraceOptions t = s.trace;
+            t.seed = seed_;
+            reader_ = TraceReader::open(s.trace_path, t);
+        }
+        if (!o.schedules_dir.empty()) exporter_ = std::make_unique<ScheduleExporter>(o.schedules_dir, s, policy_, seed_);
+    }
+
+    RunResult run() {
+        pull_next_arrival();
+        faults_.schedule_timed([&](std::uint64_t at, std::uint32_t index) { schedule(at, EventKind::fault, index, 0); });
+        while (!queue_.empty()) {
+            if (metrics_.events >= s_.max_events) {
+                metrics_.event_bound_hit = true;
+                break;
+            }
+            const Event e = queue_.top();
+            queue_.pop();
+            now_ = e.time;
+            ++metrics_.events;
+            if (auto index = faults_.due_by_event(metrics_.events)) fire_fault(*index);
+            switch (e.kind) {
+                case EventKind::arrival: arrive(); break;
+                case EventKind::step: {
+                    const auto kind = static_cast<StepKind>(e.b);
+                    // Decode runs the whole output as one step: its blocks, slides and recaptures.
+                    request_step(e.a, kind, kind == StepKind::decode ? world_.requests[e.a].spec->output_tokens : 0);
+                    break;
+                }
+                case EventKind::io_done: io_done(e.a); break;
+                case EventKind::fault: fire_fault(e.a); break;
+            }
+            if (options_.progress && (metrics_.events & 0xFFFF) == 0) options_.progress(finished_, metrics_.events);
+        }
+        // The O(state) structural invariants once more at the end, whatever the run's check level.
+        std::vector<model::Violation> found;
+        model::check_invariants(world_, model::StepOutcome{}, true, found);
+        count(found);
+        metrics_.sim_time_ns = now_;
+        RunResult result;
+        result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next()};
+        result.metrics = std::move(metrics_);
+        result.timeline = std::move(timeline_);
+        result.schedules_written = exporter_ ? exporter_->written() : 0;
+        return result;
+    }
+
+private:
+    static model::Limits limits(const Scenario& s) {
+        model::Limits l;
+        l.gpu_budget_bytes = s.gpu_budget_bytes;
+        l.disk_capacity_bytes = s.host.capacity_bytes + s.disk.capacity_bytes;
+        l.capture_graphs = s.capture_graphs;
+        return l;
+    }
+
+    void schedule(std::uint64_t at, EventKind kind, std::uint32_t a, std::uint32_t b) { queue_.push({at, seq_++, kind, a, b}); }
+
+    // Streams the next request from the trace and the explicit list, whichever comes first.
+    void pull_next_arrival() {
+        if (!pending_trace_ && reader_) {
+            TraceRecord rec;
+            if (reader_->next(rec)) pending_trace_ = std::move(rec);
+            else reader_.reset();
+        }
+        const bool use_trace = pending_trace_ && (next_explicit_ >= s_.requests.size() ||
+                                                  pending_trace_->arrival_ns <= s_.requests[next_explicit_].arrival_ns);
+        if (use_trace) {
+            next_ = std::move(*pending_trace_);
+            pending_trace_.reset();
+        } else if (next_explicit_ < s_.requests.size()) {
+            next_ = s_.requests[next_explicit_++];
+        } else {
+            return;
+        }
+        schedule(next_.arrival_ns, EventKind::arrival, 0, 0);
+    }
+
+    void arrive() {
+        const std::uint32_t uid = static_cast<std::uint32_t>(metrics_.requests++);
+        auto spec = std::make_shared<model::RequestSpec>(
+            model::make_request_spec(uid, next_.block_ids, next_.block_tokens, next_.input_tokens, next_.output_tokens));
+        if (exporter_) exporter_->remember(spec);
+        const std::uint32_t r = world_.add_request(std::move(spec));
+        if (tracking_.size() <= r) tracking_.resize(r + 1);
+        tracking_[r] = Tracking{uid, now_, 0, 0, 0, false, false};
+        pull_next_arrival();
+        faults_.before_lookup(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
+        request_step(r, StepKind::lookup);
+    }
+
+    bool inject(const Step& step, FaultClass fault) {
+        if (!model::enabled(world_, step)) return false;
+        const std::string what = model::describe(world_, step);
+        after(model::apply(world_, step));
+        ++metrics_.faults[std::string(fault_name(fault))];
+        timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
+        if (exporter_) exporter_->note_fault(world_, step, fault, what);
+        return true;
+    }
+
+    void fire_fault(std::uint32_t index) {
+        faults_.fire_scheduled(index, [&](const Step& st, FaultClass f) { return inject(st, f); });
+    }
+
+    void request_step(std::uint32_t r, StepKind kind, std::uint32_t arg = 0) {
+        const Step step{kind, r, arg};
+        KV_ASSERT(model::enabled(world_, step), "engine scheduled a disabled step: " + model::describe(world_, step));
+        model::Request& q = world_.requests[r];
+        Tracking& t = tracking_[r];
+        const model::StepOutcome out = model::apply(world_, step);
+        after(out);
+        switch (kind) {
+            case StepKind::lookup: {
+                if (out.lookup && !t.looked_up) first_lookup(t, *out.lookup);
+                if (q.phase == Phase::waiting_io) {
+                    t.io_wait_start_ns = now_;
+                } else if (q.phase == Phase::arrived) {
+                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
+                } else {
+                    faults_.after_lookup(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
+                    schedule(now_ + s_.validate_gap_us * 1000, EventKind::step, r, static_cast<std::uint32_t>(StepKind::pin));
+                }
+                break;
+            }
+            case StepKind::pin: schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::revalidate)); break;
+            case StepKind::revalidate:
+                if (out.stale_revalidation) {
+                    ++metrics_.stale_revalidations;
+                    ++metrics_.miss_reasons["any"]["stale_epoch"];
+                    t.stale = true;
+                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
+                } else {
+                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::allocate));
+                }
+                break;
+            case StepKind::allocate:
+                maybe_offload();
+                schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::read));
+                break;
+            case StepKind::read: {
+                account_read(r);
+                const double tokens = q.spec->input_tokens - q.resume_len;
+                t.prefill_start_ns = now_;
+                schedule(now_ + static_cast<std::uint64_t>(tokens / s_.prefill_tokens_per_s * 1e9), EventKind::step, r,
+                         static_cast<std::uint32_t>(StepKind::commit));
+                break;
+            }
+            case StepKind::commit: {
+                metrics_.ttft.add(static_cast<double>(now_ - t.arrival_ns) / 1e6);
+                timeline_.span(t.uid, "prefill", t.prefill_start_ns, now_,
+                               std::to_string(q.spec->input_tokens - q.resume_len) + " tokens computed");
+                maybe_offload();
+                const std::uint32_t out_tokens = q.spec->output_tokens;
+                if (out_tokens > 0) {
+                    faults_.during_decode(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
+                    schedule(now_ + static_cast<std::uint64_t>(out_tokens * s_.decode_ms_per_token * 1e6), EventKind::step, r,
+                             static_cast<std::uint32_t>(StepKind::decode));
+                } else {
+                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::finish));
+                }
+                break;
+            }
+            case StepKind::decode:
+                schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::finish));
+                break;
+            case StepKind::finish:
+                timeline_.span(t.uid, "request", t.arrival_ns, now_,
+                               std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
+                world_.release_request(r);
+                ++finished_;
+                break;
+            default: KV_UNREACHABLE("not a request step");
+        }
+    }
+
+    void first_lookup(Tracking& t, const model::LookupResult& res) {
+        t.looked_up = true;
+        t.hash_hit_len = res.hash_hit_len;
+        ++metrics_.lookups;
+        if (res.hash_hit_len > 0) ++metrics_.hits;
+        metrics_.hit_tokens += res.hash_hit_len;
+        ++metrics_.verdicts[static_cast<int>(res.verdict)];
+        for (const model::Miss& m : res.misses) ++metrics_.miss_reasons[std::string(model::form_name(m.form))][std::string(model::miss_reason_name(m.reason))];
+    }
+
+    void account_read(std::uint32_t r) {
+        const model::Request& q = world_.requests[r];
+        Tracking& t = tracking_[r];
+        metrics_.reused_tokens += q.resume_len;
+        metrics_.computed_tokens += q.spec->input_tokens - q.resume_len;
+        if (t.hash_hit_len > q.resume_len) metrics_.recomputed_tokens += t.hash_hit_len - q.resume_len;
+        const std::uint32_t grain = world_.derived.lcm_tokens;
+        if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || t.stale)) ++metrics_.post_hit_fallbacks;
+        if (exporter_ && q.resume_len > 0) exporter_->export_read(world_, r, read_violations_);
+    }
+
+    void io_done(std::uint32_t op_id) {
+        const model::IoOp op = world_.io[op_id];
+        if (!op.live) return;
+        const StepKind kind = faults_.io_outcome(op);
+        if (kind != StepKind::io_complete) {
+            ++metrics_.faults[kind == StepKind::io_fail ? "F2" : "F9"];
+            timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_,
+                              model::describe(world_, {kind, op_id, 0}));
+        }
+        if (op.kind == model::IoKind::load) (kind == StepKind::io_fail ? metrics_.load_failures : metrics_.loads) += 1;
+        after(model::apply(world_, {kind, op_id, 0}));
+        if (exporter_ && op.kind == model::IoKind::load && kind != StepKind::io_fail)
+            exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
+        if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
+            Tracking& t = tracking_[op.request];
+            metrics_.io_wait.add(static_cast<double>(now_ - t.io_wait_start_ns) / 1e6);
+            timeline_.span(t.uid, "io_wait", t.io_wait_start_ns, now_);
+            schedule(now_, EventKind::step, op.request, static_cast<std::uint32_t>(StepKind::lookup));
+        }
+    }
+
+    // Spills the coldest segments to host/disk while the GPU is above the watermark.
+    void maybe_offload() {
+        if (!s_.offload) return;
+        const auto target = static_cast<std::uint64_t>(s_.offload_watermark * static_cast<double>(s_.gpu_budget_bytes));
+        std::uint64_t used = world_.gpu_used_bytes;
+        for (std::size_t list = 0; list < world_.lru_head.size() && used > target; ++list) {
+            for (std::uint32_t id = world_.lru_head[list]; id != model::kNone && used > target;) {
+                const std::uint32_t next = world_.segments[id].lru_next;
+                const Step st{StepKind::offload, id, 0};
+                if (model::enabled(world_, st)) {
+                    const std::uint64_t bytes = world_.bytes_of(world_.segments[id]);
+                    after(model::apply(world_, st));
+                    used = used > bytes ? used - bytes : 0;
+                }
+                id = next;
+            }
+        }
+    }
+
+    std::uint64_t io_delay_ns(const model::IoOp& op) {
+        const model::Segment& seg = world_.segments[op.segment];
+        const bool host = world_.disk_used_bytes <= s_.host.capacity_bytes;
+        const TierConfig& tier = host ? s_.host : s_.disk;
+        const double bytes = static_cast<double>(world_.bytes_of(seg));
+        std::uint64_t ns = static_cast<std::uint64_t>(bytes / tier.bandwidth_gb_per_s) + tier.latency_us * 1000;
+        if (tier.jitter_us > 0) ns += io_rng_.below(tier.jitter_us * 1000 + 1);
+        const std::uint64_t late = faults_.late_io_ns(op);
+        if (late > 0) {
+            ++metrics_.faults["F4"];
+            timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
+        }
+        return ns + late;
+    }
+
+    // Bookkeeping after any step: invariants, I/O completions to schedule, evictions, memory.
+    void after(const model::StepOutcome& out) {
+        read_violations_.clear();
+        model::check_invariants(world_, out, s_.structural_checks, read_violations_);
+        count(read_violations_);
+        if (out.read_request != model::kNone) judge_read(out.read_request);
+        for (std::uint32_t op : out.io_started) {
+            if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
+            schedule(now_ + io_delay_ns(world_.io[op]), EventKind::io_done, op, 0);
+        }
+        for (const model::Eviction& e : out.evicted) ++metrics_.evictions[std::string(model::form_name(e.form))];
+        metrics_.recaptures += out.recaptures;
+        if (out.admission_refused) ++metrics_.admission_refusals;
+        metrics_.sample_memory(world_);
+        timeline_.memory(now_, world_);
+    }
+
+    void count(const std::vector<model::Violation>& found) {
+        for (const model::Violation& v : found) {
+            if (metrics_.invariant_violations[v.invariant]++ == 0) {
+                metrics_.first_violation[v.invariant] = v.message;
+                timeline_.instant("violation " + v.invariant, now_, v.message);
+            }
+        }
+    }
+
+    // A resume whose reads break an output-level invariant is a silent corruption; explain it.
+    void judge_read(std::uint32_t r) {
+        const auto bad = std::find_if(read_violations_.begin(), read_violations_.end(),
+                                      [](const model::Violation& v) { return model::corrupts_output(v.invariant); });
+        if (bad == read_violations_.end()) return;
+        ++metrics_.silent_corruptions;
+        if (metrics_.corruption_examples.size() >= 20) return;
+        Corruption c;
+        c.request = tracking_[r].uid;
+        c.invariant = bad->invariant;
+        c.cause = bad->message;
+        for (const model::ReadFact& f : model::read_facts(world_, r)) {
+            if (f.expected == f.actual) continue;
+            c.form = std::string(model::form_name(f.entry.form));
+            c.group = world_.group(f.entry.group).name;
+            c.start = f.entry.start;
+            c.end = f.entry.end;
+            c.cause = model::mismatch_cause(f);
+            break;
+        }
+        metrics_.corruption_examples.push_back(std::move(c));
+    }
+
+    const Scenario& s_;
+    std::string policy_;
+    std::uint64_t seed_;
+    RunOptions options_;
+    model::World world_;
+    Rng rng_;
+    Rng io_rng_;
+    FaultInjector faults_;
+    Timeline timeline_;
+    Metrics metrics_;
+    std::unique_ptr<TraceReader> reader_;
+    std::optional<TraceRecord> pending_trace_;
+    std::size_t next_explicit_ = 0;
+    TraceRecord next_;
+    std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+    std::uint64_t seq_ = 0;
+    std::uint64_t now_ = 0;
+    std::uint64_t finished_ = 0;
+    std::vector<Tracking> tracking_;
+    std::vector<model::Violation> read_violations_;
+    std::unique_ptr<ScheduleExporter> exporter_;
+};
+
+// Steps mode: the exact step list, no clock; what the explorers found, reproduced without them.
+RunResult run_steps(const Scenario& s, const RunOptions& o) {
+    RunResult result;
+    const std::string policy = o.policy.empty() ? s.policy : o.policy;
+    const TrailResult trail = replay_trail(s.scope, model::find_policy(policy)->defenses, s.steps, false);
+    if (!trail.valid)
+        throw InputError(s.path, "/steps/" + std::to_string(trail.steps_applied),
+                         "this step is not enabled at that point of the trail (the scenario does not replay)");
+    for (const model::Violation& v : trail.violations) {
+        if (result.metrics.invariant_violations[v.invariant]++ == 0) result.metrics.first_violation[v.invariant] = v.message;
+        if (model::corrupts_output(v.invariant)) result.metrics.silent_corruptions = 1;
+    }
+    result.metrics.events = trail.steps_applied;
+    result.info = {s.name, s.preset, policy, o.seed_given ? o.seed : s.seed, 0, 0};
+    model::World w = initial_world(s.scope, model::find_policy(policy)->defenses);
+    for (const Step& st : s.steps) model::apply(w, st);
+    result.info.final_state_hash = model::state_hash(w);
+    return result;
+}
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+    if (scenario.steps_mode) return run_steps(scenario, options);
+    Engine engine(scenario, options);
+    return engine.run();
+}
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,133 @@
+// Fault targets: rate faults on the segments a request is about to read; scheduled faults either
+// act at once on the coldest candidate or arm the next opportunity of their class.
+#include "sim/faults.hpp"
+
+#include "model/match.hpp"
+
+namespace kvcheck::sim {
+
+using model::Form;
+using model::kNone;
+using model::Step;
+using model::StepKind;
+
+FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::World& world) : world_(world), rng_(rng) {
+    for (const FaultSpec& f : scenario.faults) {
+        auto& rate = rate_ppm_[static_cast<std::size_t>(f.fault)];
+        rate = std::min<std::uint32_t>(1'000'000, rate + f.rate_ppm);
+        if (f.fault == FaultClass::F4) late_ns_ = f.extra_latency_us * 1000;
+        if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
+    }
+}
+
+void FaultInjector::schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at) {
+    for (std::uint32_t i = 0; i < scheduled_.size(); ++i)
+        if (scheduled_[i].spec.at_ns) at(*scheduled_[i].spec.at_ns, i);
+}
+
+std::optional<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) {
+    for (std::uint32_t i = 0; i < scheduled_.size(); ++i)
+        if (scheduled_[i].spec.at_event && *scheduled_[i].spec.at_event == events) return i;
+    return std::nullopt;
+}
+
+bool FaultInjector::roll(FaultClass fault) {
+    auto& armed = armed_[static_cast<std::size_t>(fault)];
+    if (armed > 0) {
+        --armed;
+        return true;
+    }
+    const std::uint32_t rate = rate_ppm_[static_cast<std::size_t>(fault)];
+    return rate > 0 && rng_.chance_ppm(rate);
+}
+
+std::uint32_t FaultInjector::head_of(Form form) const {
+    for (std::uint32_t head : world_.lru_head)
+        if (head != kNone && world_.segments[head].form == form) return head;
+    return kNone;
+}
+
+void FaultInjector::global(FaultClass fault, const Inject& inject) {
+    switch (fault) {
+        case FaultClass::F1: inject({StepKind::interrupt_eviction, head_of(Form::compressed_kv), 0}, fault); break;
+        case FaultClass::F3: inject({StepKind::skew_index, head_of(Form::indexer_state), 0}, fault); break;
+        case FaultClass::F5:
+            // Alternate a weights change and a layout change of the first group.
+            if (version_changes_++ % 2 == 0) inject({StepKind::bump_model_version, 0, 0}, fault);
+            else inject({StepKind::change_layout, model::primary_group(world_), 0}, fault);
+            break;
+        case FaultClass::F10:
+            for (std::uint32_t head : world_.lru_head)
+                if (head != kNone && inject({StepKind::migrate, head, 0}, fault)) break;
+            break;
+        case FaultClass::F11: inject({StepKind::lose_block, head_of(Form::compressed_kv), 0}, fault); break;
+        default: ++armed_[static_cast<std::size_t>(fault)]; break;  // waits for its next opportunity
+    }
+}
+
+void FaultInjector::fire_scheduled(std::uint32_t index, const Inject& inject) {
+    Timed& t = scheduled_[index];
+    if (t.left == 0) return;
+    --t.left;
+    global(t.spec.fault, inject);
+}
+
+void FaultInjector::aim(FaultClass fault, const std::vector<model::PlanEntry>& plan, const Inject& inject) {
+    // The first planned segment the fault can act on now (pinned ones are out of its reach).
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+        const model::PlanEntry& e = plan[i];
+        if (e.segment == kNone || !world_.segments[e.segment].live) continue;
+        std::optional<Step> step;
+        switch (fault) {
+            case FaultClass::F1:
+                if (e.form == Form::compressed_kv) step = Step{StepKind::interrupt_eviction, e.segment, 0};
+                break;
+            case FaultClass::F11:
+                if (e.form == Form::compressed_kv) step = Step{StepKind::lose_block, e.segment, 0};
+                break;
+            case FaultClass::F3:
+                if (e.form == Form::indexer_state) step = Step{StepKind::skew_index, e.segment, 0};
+                break;
+            case FaultClass::F8: {
+                // A window block other than the window's last one expires early.
+                const bool last = i + 1 >= plan.size() || plan[i + 1].group != e.group;
+                if (e.form == Form::swa_window && !last) step = Step{StepKind::evict, e.segment, 0};
+                break;
+            }
+            case FaultClass::F6: step = Step{StepKind::evict, e.segment, 0}; break;
+            case FaultClass::F7:
+                if (e.form == Form::uncompressed_tail) step = Step{StepKind::evict, e.segment, 0};
+                break;
+            default: return;
+        }
+        if (step && inject(*step, fault)) return;
+    }
+}
+
+void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
+    for (FaultClass f : {FaultClass::F1, FaultClass::F3, FaultClass::F8, FaultClass::F11}) {
+        if (!roll(f)) continue;
+        const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
+        aim(f, preview.plan, inject);
+    }
+    if (roll(FaultClass::F5)) global(FaultClass::F5, inject);
+}
+
+void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {
+    for (FaultClass f : {FaultClass::F6, FaultClass::F7})
+        if (roll(f)) aim(f, world_.requests[request].plan, inject);
+}
+
+void FaultInjector::during_decode(std::uint32_t, const Inject& inject) {
+    if (roll(FaultClass::F10)) global(FaultClass::F10, inject);
+}
+
+StepKind FaultInjector::io_outcome(const model::IoOp& op) {
+    if (roll(FaultClass::F2)) return StepKind::io_fail;
+    if (op.kind == model::IoKind::load && roll(FaultClass::F9)) return StepKind::misaligned_reload;
+    return StepKind::io_complete;
+}
+
+std::uint64_t FaultInjector::late_io_ns(const model::IoOp&) { return roll(FaultClass::F4) ? late_ns_ : 0; }
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,56 @@
+// Fault injection F1-F11 for the simulator. Each fault is either scheduled (at a virtual time or
+// an event count) or a rate per opportunity; rate faults aim at what a request is about to
+// resume from, so that an injected fault is one that matters. docs/faults.md lists every
+// opportunity and target.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "model/core.hpp"
+#include "model/steps.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvcheck::sim {
+
+class FaultInjector {
+public:
+    // Applies a fault step if it is enabled now; returns whether it did.
+    using Inject = std::function<bool(const model::Step&, FaultClass)>;
+
+    FaultInjector(const Scenario& scenario, Rng rng, const model::World& world);
+
+    // Hands every time-scheduled fault to `at(time, index)`; event-scheduled ones come from due_by_event.
+    void schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at);
+    std::optional<std::uint32_t> due_by_event(std::uint64_t events);
+    void fire_scheduled(std::uint32_t index, const Inject& inject);
+
+    void before_lookup(std::uint32_t request, const Inject& inject);  // F1, F3, F8, F11
+    void after_lookup(std::uint32_t request, const Inject& inject);   // F6, F7
+    void during_decode(std::uint32_t request, const Inject& inject);  // F10
+    model::StepKind io_outcome(const model::IoOp& op);                // F2, F9
+    std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
+
+private:
+    bool roll(FaultClass fault);
+    void aim(FaultClass fault, const std::vector<model::PlanEntry>& plan, const Inject& inject);
+    void global(FaultClass fault, const Inject& inject);
+    std::uint32_t head_of(model::Form form) const;
+
+    const model::World& world_;
+    Rng rng_;
+    std::array<std::uint32_t, kFaultClassCount> rate_ppm_{};
+    std::array<std::uint32_t, kFaultClassCount> armed_{};  // one-shot firings waiting for their opportunity
+    std::uint64_t late_ns_ = 50'000'000;
+    std::uint32_t version_changes_ = 0;
+    struct Timed {
+        FaultSpec spec;
+        std::uint32_t left;
+    };
+    std::vector<Timed> scheduled_;
+};
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,63 @@
+// Typed access to one JSON object of an input file that records every problem with its JSON
+// pointer instead of stopping at the first, so `kvcheck validate` can list them all and loaders
+// can fail with the first one. Unknown keys are problems too (they are usually typos).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/input_error.hpp"
+
+namespace kvcheck::sim {
+
+struct Problems {
+    std::string file;
+    std::vector<InputError> list;
+    void add(const std::string& pointer, const std::string& message) { list.emplace_back(file, pointer, message); }
+    // Throws the first problem, if any.
+    void raise() const {
+        if (!list.empty()) throw list.front();
+    }
+};
+
+std::string pointer_escape(const std::string& key);
+
+class Fields {
+public:
+    // Reports a problem (and reads nothing) when `value` is not an object.
+    Fields(const nlohmann::json& value, std::string pointer, Problems& problems);
+
+    bool has(const std::string& key) const;
+    std::string at(const std::string& key) const { return pointer_ + "/" + pointer_escape(key); }
+    const nlohmann::json* raw(const std::string& key);  // marks the key as known
+
+    std::uint64_t unsigned_number(const std::string& key, std::uint64_t fallback, std::uint64_t min, std::uint64_t max);
+    std::optional<std::uint64_t> optional_unsigned(const std::string& key, std::uint64_t min, std::uint64_t max);
+    double number(const std::string& key, double fallback, double min, double max);
+    std::optional<double> optional_number(const std::string& key, double min, double max);
+    std::string text(const std::string& key, const std::string& fallback);
+    std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed);
+    bool flag(const std::string& key, bool fallback);
+    std::vector<std::uint64_t> unsigned_list(const std::string& key, std::uint64_t max);
+
+    // Records the keys never asked for as "unknown key" problems.
+    void finish();
+
+private:
+    const nlohmann::json* object_ = nullptr;
+    std::string pointer_;
+    Problems& problems_;
+    std::set<std::string> known_;
+};
+
+std::string json_type_name(const nlohmann::json& value);
+
+// Parses text as JSON; a syntax error becomes InputError(file, "LINE:COL", message).
+nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+
+}  // namespace kvcheck::sim

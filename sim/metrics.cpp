@@ -1,0 +1,139 @@
+// Metrics aggregation and the two machine-readable outputs (report.json, metrics.prom).
+#include "sim/metrics.hpp"
+
+#include "model/invariants.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace kvcheck::sim {
+
+double Percentiles::at(double fraction) const {
+    if (values_us_.empty()) return 0;
+    if (!sorted_) {
+        std::sort(values_us_.begin(), values_us_.end());
+        sorted_ = true;
+    }
+    const auto n = values_us_.size();
+    auto rank = static_cast<std::size_t>(fraction * static_cast<double>(n) + 0.999999);
+    rank = std::clamp<std::size_t>(rank, 1, n);
+    return static_cast<double>(values_us_[rank - 1]) / 1000.0;
+}
+
+void Metrics::sample_memory(const model::World& w) {
+    for (model::Form f : model::kAllForms) {
+        const std::string name(model::form_name(f));
+        peak_bytes[name] = std::max(peak_bytes[name], w.bytes_by_form[static_cast<int>(f)]);
+    }
+    peak_bytes["state_table"] = std::max(peak_bytes["state_table"], std::uint64_t{w.live_segments} * model::kStateEntryBytes);
+    peak_bytes["gpu_total"] = std::max(peak_bytes["gpu_total"], w.gpu_used_bytes);
+    peak_bytes["disk_total"] = std::max(peak_bytes["disk_total"], w.disk_used_bytes);
+}
+
+std::uint64_t Metrics::total_violations() const {
+    std::uint64_t n = 0;
+    for (const auto& [name, count] : invariant_violations) n += count;
+    return n;
+}
+
+nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
+    nlohmann::json verdicts = nlohmann::json::object();
+    for (int v = 0; v < 4; ++v) verdicts[std::string(model::verdict_name(static_cast<model::VerdictKind>(v)))] = m.verdicts[v];
+    nlohmann::json corruptions = nlohmann::json::array();
+    for (const Corruption& c : m.corruption_examples)
+        corruptions.push_back({{"request", c.request}, {"group", c.group}, {"form", c.form}, {"start", c.start}, {"end", c.end},
+                               {"invariant", c.invariant}, {"cause", c.cause}});
+    nlohmann::json violations = nlohmann::json::object();
+    for (const auto& info_item : model::invariant_catalogue()) {
+        const auto it = m.invariant_violations.find(std::string(info_item.name));
+        violations[std::string(info_item.name)] = it == m.invariant_violations.end() ? 0 : it->second;
+    }
+    char hash[32];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(info.final_state_hash));
+    char unseed[32];
+    std::snprintf(unseed, sizeof unseed, "%016llx", static_cast<unsigned long long>(info.unseed));
+    return {{"schema_version", kReportSchemaVersion},
+            {"scenario", info.scenario},
+            {"preset", info.preset},
+            {"policy", info.policy},
+            {"seed", info.seed},
+            {"requests", m.requests},
+            {"lookups", m.lookups},
+            {"hits", m.hits},
+            {"hit_rate", m.hit_rate()},
+            {"post_hit_fallbacks", m.post_hit_fallbacks},
+            {"post_hit_fallback_rate", m.fallback_rate()},
+            {"verdicts", verdicts},
+            {"miss_reasons", m.miss_reasons},
+            {"hit_tokens", m.hit_tokens},
+            {"reused_tokens", m.reused_tokens},
+            {"recomputed_tokens", m.recomputed_tokens},
+            {"computed_tokens", m.computed_tokens},
+            {"stale_revalidations", m.stale_revalidations},
+            {"admission_refusals", m.admission_refusals},
+            {"graph_recaptures", m.recaptures},
+            {"offloads", m.offloads},
+            {"loads", m.loads},
+            {"load_failures", m.load_failures},
+            {"evictions", m.evictions},
+            {"faults_injected", m.faults},
+            {"silent_corruptions", m.silent_corruptions},
+            {"corruption_examples", corruptions},
+            {"invariant_violations", violations},
+            {"first_violations", m.first_violation},
+            {"ttft_ms", {{"p50", m.ttft.at(0.5)}, {"p99", m.ttft.at(0.99)}}},
+            {"io_wait_ms", {{"p50", m.io_wait.at(0.5)}, {"p99", m.io_wait.at(0.99)}, {"waits", m.io_wait.count()}}},
+            {"memory_bytes", m.peak_bytes},
+            {"events", m.events},
+            {"event_bound_hit", m.event_bound_hit},
+            {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},
+            {"final_state_hash", hash},
+            {"unseed", unseed}};
+}
+
+std::string prometheus_text(const RunInfo& info, const Metrics& m) {
+    std::ostringstream out;
+    const std::string policy = "policy=\"" + info.policy + "\"";
+    auto counter = [&](const char* name, const char* help, std::uint64_t value) {
+        out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " counter\n";
+        out << "kvcheck_" << name << "{" << policy << "} " << value << "\n";
+    };
+    auto gauge = [&](const char* name, const char* help, double value) {
+        out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " gauge\n";
+        out << "kvcheck_" << name << "{" << policy << "} " << value << "\n";
+    };
+    counter("lookups_total", "Requests looked up in the prefix cache.", m.lookups);
+    counter("hits_total", "Lookups with a prefix hash hit.", m.hits);
+    counter("post_hit_fallbacks_total", "Hits that failed validation and fell back to recompute.", m.post_hit_fallbacks);
+    gauge("hit_rate", "Hits over lookups.", m.hit_rate());
+    gauge("post_hit_fallback_rate", "Post-hit fallbacks over hits.", m.fallback_rate());
+    counter("reused_tokens_total", "Tokens read from cache.", m.reused_tokens);
+    counter("recomputed_tokens_total", "Hit tokens recomputed because they were not resumable.", m.recomputed_tokens);
+    counter("silent_corruptions_total", "Resumes that read content differing from the ground truth.", m.silent_corruptions);
+    out << "# HELP kvcheck_verdicts_total Lookup verdicts.\n# TYPE kvcheck_verdicts_total counter\n";
+    for (int v = 0; v < 4; ++v)
+        out << "kvcheck_verdicts_total{" << policy << ",verdict=\"" << model::verdict_name(static_cast<model::VerdictKind>(v))
+            << "\"} " << m.verdicts[v] << "\n";
+    out << "# HELP kvcheck_miss_reasons_total Why hits were not resumable, per form and reason.\n"
+           "# TYPE kvcheck_miss_reasons_total counter\n";
+    for (const auto& [form, reasons] : m.miss_reasons)
+        for (const auto& [reason, count] : reasons)
+            out << "kvcheck_miss_reasons_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << count << "\n";
+    out << "# HELP kvcheck_evictions_total Evictions per form.\n# TYPE kvcheck_evictions_total counter\n";
+    for (const auto& [form, count] : m.evictions)
+        out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\"} " << count << "\n";
+    out << "# HELP kvcheck_invariant_violations_total Invariant violations by name.\n"
+           "# TYPE kvcheck_invariant_violations_total counter\n";
+    for (const auto& [name, count] : m.invariant_violations)
+        out << "kvcheck_invariant_violations_total{" << policy << ",invariant=\"" << name << "\"} " << count << "\n";
+    out << "# HELP kvcheck_memory_peak_bytes Peak bytes per form (GPU), state table and tiers.\n"
+           "# TYPE kvcheck_memory_peak_bytes gauge\n";
+    for (const auto& [form, bytes] : m.peak_bytes)
+        out << "kvcheck_memory_peak_bytes{" << policy << ",form=\"" << form << "\"} " << bytes << "\n";
+    gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));
+    gauge("ttft_p99_ms", "99th percentile time to first token (ms).", m.ttft.at(0.99));
+    return out.str();
+}
+
+}  // namespace kvcheck::sim

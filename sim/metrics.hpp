@@ -1,0 +1,90 @@
+// Run metrics: what a run measured, accumulated by the engine, written as report.json (versioned
+// schema) and metrics.prom (Prometheus text). Every figure here is defined in docs/metrics.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/world.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvcheck::sim {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct Corruption {
+    std::uint32_t request = 0;  // request uid (trace order)
+    std::string form;
+    std::string group;
+    std::uint32_t start = 0;
+    std::uint32_t end = 0;
+    std::string invariant;
+    std::string cause;
+};
+
+// Exact percentiles from a sample kept whole (4 bytes per request).
+class Percentiles {
+public:
+    void add(double value_ms) { values_us_.push_back(static_cast<std::uint32_t>(value_ms * 1000.0 + 0.5)); }
+    double at(double fraction) const;  // nearest-rank, in ms; 0 when empty
+    std::size_t count() const { return values_us_.size(); }
+
+private:
+    mutable std::vector<std::uint32_t> values_us_;
+    mutable bool sorted_ = false;
+};
+
+struct Metrics {
+    std::uint64_t requests = 0;
+    std::uint64_t lookups = 0;
+    std::uint64_t hits = 0;
+    std::uint64_t post_hit_fallbacks = 0;
+    std::array<std::uint64_t, 4> verdicts{};
+    std::map<std::string, std::map<std::string, std::uint64_t>> miss_reasons;  // form -> reason -> count
+    std::uint64_t hit_tokens = 0;         // tokens a plain hash lookup reported
+    std::uint64_t reused_tokens = 0;      // tokens read from cache
+    std::uint64_t recomputed_tokens = 0;  // hit tokens computed again because they were not resumable
+    std::uint64_t computed_tokens = 0;    // prefill tokens computed
+    std::uint64_t stale_revalidations = 0;
+    std::uint64_t admission_refusals = 0;
+    std::uint64_t recaptures = 0;
+    std::uint64_t offloads = 0;
+    std::uint64_t loads = 0;
+    std::uint64_t load_failures = 0;
+    std::map<std::string, std::uint64_t> evictions;  // by form
+    std::map<std::string, std::uint64_t> faults;     // by class, injected
+    std::uint64_t silent_corruptions = 0;            // resumes whose output would be wrong
+    std::vector<Corruption> corruption_examples;     // the first few, explained
+    std::map<std::string, std::uint64_t> invariant_violations;
+    std::map<std::string, std::string> first_violation;  // invariant -> its first message
+    Percentiles ttft;
+    Percentiles io_wait;
+    std::map<std::string, std::uint64_t> peak_bytes;  // GPU by form, plus state_table, gpu_total, disk_total
+    std::uint64_t events = 0;
+    std::uint64_t sim_time_ns = 0;
+    bool event_bound_hit = false;
+
+    void sample_memory(const model::World& world);
+    double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }
+    double fallback_rate() const { return hits == 0 ? 0.0 : static_cast<double>(post_hit_fallbacks) / static_cast<double>(hits); }
+    std::uint64_t total_violations() const;
+};
+
+struct RunInfo {
+    std::string scenario;
+    std::string preset;
+    std::string policy;
+    std::uint64_t seed = 0;
+    std::uint64_t final_state_hash = 0;
+    std::uint64_t unseed = 0;  // one more draw of the root generator: a second run must match it
+};
+
+nlohmann::json report_json(const RunInfo& info, const Metrics& m);
+std::string prometheus_text(const RunInfo& info, const Metrics& m);
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,394 @@
+// Scenario loading. Every problem is recorded with its JSON pointer; `load_scenario` raises the
+// first, `validate_scenario` returns them all. docs/scenario.schema.json mirrors these rules.
+#include "sim/scenario.hpp"
+
+#include "model/invariants.hpp"
+
+#include <filesystem>
+
+#include "sim/files.hpp"
+#include "sim/json_fields.hpp"
+
+namespace kvcheck::sim {
+
+namespace {
+
+constexpr std::array<std::string_view, kFaultClassCount> kFaultSummaries = {
+    "eviction interrupted mid-way",
+    "external storage load failure",
+    "index/KV version skew",
+    "late I/O: registered, not yet resident",
+    "model or config version change",
+    "eviction between validate and read",
+    "compression boundary advancing under a tail read",
+    "SWA window blocks expiring",
+    "misaligned staging buffer on reload",
+    "migration while a graph is captured",
+    "loss of one block of a compressed segment",
+};
+
+const std::vector<std::string> kKinds = {"full", "swa", "chunked", "indexer", "linear"};
+
+model::CacheGroup parse_group(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
+    Fields f(value, pointer, problems);
+    model::CacheGroup g;
+    g.name = f.text("name", "group");
+    g.kind = *model::group_kind_from_name(f.choice("kind", "full", kKinds));
+    g.layers = static_cast<std::uint32_t>(f.unsigned_number("layers", 1, 1, 1024));
+    g.block_tokens = static_cast<std::uint32_t>(f.unsigned_number("block_tokens", 16, 1, 1 << 20));
+    g.segment_tokens = static_cast<std::uint32_t>(f.unsigned_number("segment_tokens", g.block_tokens, 1, 1 << 24));
+    g.window_tokens = static_cast<std::uint32_t>(f.unsigned_number("window_tokens", 0, 0, 1 << 24));
+    g.compress_ratio = static_cast<std::uint32_t>(f.unsigned_number("compress_ratio", 1, 1, 1 << 16));
+    g.bytes_per_token_layer = static_cast<std::uint32_t>(f.unsigned_number("bytes_per_token_layer", 64, 0, 1 << 24));
+    g.state_bytes_layer = static_cast<std::uint32_t>(f.unsigned_number("state_bytes_layer", 0, 0, 1ULL << 31));
+    g.indexer_top_k = static_cast<std::uint32_t>(f.unsigned_number("indexer_top_k", 0, 0, 1 << 24));
+    g.indexed_group = static_cast<int>(f.unsigned_number("indexed_group", 0, 0, 15));
+    if (g.kind != model::GroupKind::indexer) g.indexed_group = -1;
+    g.layout_id = static_cast<std::uint16_t>(f.unsigned_number("layout_id", 1, 0, 1000));
+    f.finish();
+    return g;
+}
+
+void parse_model(const nlohmann::json& value, Scenario& s, Problems& problems) {
+    if (value.is_string()) {
+        s.preset = value.get<std::string>();
+        if (const model::ModelConfig* p = model::find_preset(s.preset)) s.model = *p;
+        else {
+            std::string names;
+            for (const auto& c : model::presets()) names += (names.empty() ? "" : ", ") + c.name;
+            problems.add("/model", "unknown preset \"" + s.preset + "\" (known: " + names + ")");
+        }
+        return;
+    }
+    Fields f(value, "/model", problems);
+    s.model.name = f.text("name", "custom");
+    s.model.prefill_tokens_per_s = f.unsigned_number("prefill_tokens_per_s", 20'000, 1, 1'000'000'000);
+    const nlohmann::json* groups = f.raw("groups");
+    if (groups == nullptr || !groups->is_array() || groups->empty()) {
+        problems.add("/model/groups", "expected a non-empty array of cache groups");
+    } else {
+        for (std::size_t i = 0; i < groups->size(); ++i)
+            s.model.groups.push_back(parse_group((*groups)[i], "/model/groups/" + std::to_string(i), problems));
+    }
+    f.finish();
+    if (problems.list.empty()) {
+        const std::string why = model::config_problem(s.model);
+        if (!why.empty()) problems.add("/model", "impossible model: " + why);
+    }
+}
+
+std::uint64_t ms_to_ns(double ms) { return static_cast<std::uint64_t>(ms * 1e6); }
+
+void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems) {
+    Fields f(value, "/workload", problems);
+    const std::string trace = f.text("trace", "");
+    if (!trace.empty()) {
+        const std::filesystem::path base = std::filesystem::path(s.path).parent_path();
+        s.trace_path = (base / trace).lexically_normal().string();
+        std::error_code ec;
+        if (!std::filesystem::exists(s.trace_path, ec))
+            problems.add("/workload/trace", "trace file " + s.trace_path + " does not exist (for public traces run tools/fetch-traces)");
+    }
+    s.trace.format = parse_trace_format(f.choice("format", "mooncake", {"mooncake", "azure", "jsonl"}));
+    s.trace.time_unit = parse_time_unit(f.choice("time_unit", "ms", {"s", "ms", "us", "ns"}));
+    s.trace.block_tokens = static_cast<std::uint32_t>(f.unsigned_number("block_size", 512, 1, 1 << 20));
+    s.trace.limit = f.unsigned_number("limit", 0, 0, 1ULL << 40);
+    s.trace.seed = s.seed;
+    if (const nlohmann::json* list = f.raw("requests")) {
+        if (!list->is_array()) problems.add("/workload/requests", "expected an array of requests");
+        else
+            for (std::size_t i = 0; i < list->size(); ++i) {
+                const std::string at = "/workload/requests/" + std::to_string(i);
+                Fields r((*list)[i], at, problems);
+                TraceRecord rec;
+                rec.arrival_ns = ms_to_ns(r.number("at_ms", 0, 0, 1e12));
+                rec.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 1, 1, kInputTokensMax));
+                rec.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
+                rec.block_tokens = static_cast<std::uint32_t>(r.unsigned_number("block_tokens", s.trace.block_tokens, 1, 1 << 20));
+                rec.block_ids = r.unsigned_list("blocks", ~0ULL);
+                rec.line = i;
+                const std::uint32_t needed = blocks_for(rec.input_tokens, rec.block_tokens);
+                if (rec.block_ids.empty())  // no ids given: the request shares nothing
+                    for (std::uint32_t b = 0; b < needed; ++b) rec.block_ids.push_back((std::uint64_t{i + 1} << 40) | b);
+                if (rec.block_ids.size() != needed)
+                    problems.add(at + "/blocks", "expected " + std::to_string(needed) + " block ids for " +
+                                                      std::to_string(rec.input_tokens) + " tokens, got " + std::to_string(rec.block_ids.size()));
+                s.requests.push_back(std::move(rec));
+                r.finish();
+            }
+    }
+    f.finish();
+    if (s.trace_path.empty() && s.requests.empty()) problems.add("/workload", "expected a \"trace\" or a non-empty \"requests\" list");
+}
+
+TierConfig parse_tier(const nlohmann::json& value, const std::string& pointer, TierConfig t, Problems& problems) {
+    Fields f(value, pointer, problems);
+    t.capacity_bytes = f.unsigned_number("capacity_bytes", t.capacity_bytes, 0, 1ULL << 56);
+    t.bandwidth_gb_per_s = f.number("bandwidth_gb_per_s", t.bandwidth_gb_per_s, 1e-6, 1e6);
+    t.latency_us = f.unsigned_number("latency_us", t.latency_us, 0, 1ULL << 32);
+    t.jitter_us = f.unsigned_number("jitter_us", t.jitter_us, 0, 1ULL << 32);
+    f.finish();
+    return t;
+}
+
+void parse_storage(const nlohmann::json& value, Scenario& s, Problems& problems) {
+    Fields f(value, "/storage", problems);
+    if (auto gib = f.optional_number("gpu_budget_gib", 1e-9, 1e6)) s.gpu_budget_bytes = static_cast<std::uint64_t>(*gib * (1ULL << 30));
+    s.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.gpu_budget_bytes, 1, 1ULL << 56);
+    if (const nlohmann::json* h = f.raw("host")) s.host = parse_tier(*h, "/storage/host", s.host, problems);
+    if (const nlohmann::json* d = f.raw("disk")) s.disk = parse_tier(*d, "/storage/disk", s.disk, problems);
+    s.offload = f.flag("offload", s.offload);
+    s.offload_watermark = f.number("offload_watermark", s.offload_watermark, 0.05, 1.0);
+    f.finish();
+}
+
+void parse_compute(const nlohmann::json& value, Scenario& s, Problems& problems) {
+    Fields f(value, "/compute", problems);
+    s.prefill_tokens_per_s = f.number("prefill_tokens_per_s", s.prefill_tokens_per_s, 1, 1e12);
+    s.decode_ms_per_token = f.number("decode_ms_per_token", s.decode_ms_per_token, 0, 1e6);
+    s.validate_gap_us = f.unsigned_number("validate_gap_us", s.validate_gap_us, 0, 1ULL << 32);
+    s.capture_graphs = f.flag("capture_graphs", s.capture_graphs);
+    f.finish();
+}
+
+void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) {
+    if (!value.is_array()) {
+        problems.add("/faults", "expected an array of faults");
+        return;
+    }
+    std::vector<std::string> names;
+    for (int i = 0; i < kFaultClassCount; ++i) names.emplace_back(fault_name(static_cast<FaultClass>(i)));
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        const std::string at = "/faults/" + std::to_string(i);
+        Fields f(value[i], at, problems);
+        FaultSpec spec;
+        const std::string name = f.choice("fault", "F1", names);
+        for (int k = 0; k < kFaultClassCount; ++k)
+            if (name == fault_name(static_cast<FaultClass>(k))) spec.fault = static_cast<FaultClass>(k);
+        spec.rate_ppm = static_cast<std::uint32_t>(f.unsigned_number("rate_ppm", 0, 0, 1'000'000));
+        if (auto ms = f.optional_number("at_ms", 0, 1e12)) spec.at_ns = ms_to_ns(*ms);
+        spec.at_event = f.optional_unsigned("at_event", 0, 1ULL << 48);
+        spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));
+        spec.extra_latency_us = f.unsigned_number("extra_latency_us", 50'000, 0, 1ULL << 32);
+        if (spec.rate_ppm == 0 && !spec.at_ns && !spec.at_event)
+            problems.add(at, "a fault needs a rate_ppm, an at_ms or an at_event");
+        f.finish();
+        s.faults.push_back(spec);
+    }
+}
+
+Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
+    Fields f(value, pointer, problems);
+    Bound b;
+    b.min = f.optional_number("min", -1e18, 1e18);
+    b.max = f.optional_number("max", -1e18, 1e18);
+    f.finish();
+    return b;
+}
+
+std::vector<std::string> invariant_list(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
+    std::vector<std::string> out;
+    if (!value.is_array()) {
+        problems.add(pointer, "expected an array of invariant names");
+        return out;
+    }
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        const std::string name = value[i].is_string() ? value[i].get<std::string>() : "";
+        bool known = false;
+        for (const auto& info : model::invariant_catalogue()) known = known || info.name == name;
+        if (!known) problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + value[i].dump());
+        else out.push_back(name);
+    }
+    return out;
+}
+
+Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
+    Expectation e;
+    if (!value.is_object()) {
+        problems.add(pointer, "expected an object of expectations");
+        return e;
+    }
+    for (const auto& [key, item] : value.items()) {
+        const std::string at = pointer + "/" + pointer_escape(key);
+        if (key == "violates") e.violates = invariant_list(item, at, problems);
+        else if (key == "holds") e.holds = invariant_list(item, at, problems);
+        else e.metrics[key] = parse_bound(item, at, problems);
+    }
+    return e;
+}
+
+void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Problems& problems) {
+    s.steps_mode = true;
+    s.scope.model = s.model;
+    if (const nlohmann::json* scope = top.raw("scope")) {
+        Fields f(*scope, "/scope", problems);
+        s.scope.name = f.text("name", "custom");
+        s.scope.content_block_tokens = static_cast<std::uint32_t>(f.unsigned_number("content_block_tokens", 16, 1, 1 << 20));
+        s.scope.limits.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.scope.limits.gpu_budget_bytes, 1, 1ULL << 56);
+        if (const nlohmann::json* reqs = f.raw("requests"); reqs != nullptr && reqs->is_array()) {
+            for (std::size_t i = 0; i < reqs->size(); ++i) {
+                const std::string at = "/scope/requests/" + std::to_string(i);
+                Fields r((*reqs)[i], at, problems);
+                RequestTemplate t;
+                t.ids = r.unsigned_list("blocks", ~0ULL);
+                t.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 16, 1, kInputTokensMax));
+                t.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
+                if (t.ids.size() < blocks_for(t.input_tokens, s.scope.content_block_tokens))
+                    problems.add(at + "/blocks", "too few block ids for the prompt");
+                r.finish();
+                s.scope.requests.push_back(std::move(t));
+            }
+        } else {
+            problems.add("/scope/requests", "expected an array of requests");
+        }
+        f.finish();
+    } else {
+        problems.add("/scope", "a scenario with \"steps\" needs a \"scope\"");
+    }
+    if (!steps.is_array()) {
+        problems.add("/steps", "expected an array of steps");
+        return;
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::string at = "/steps/" + std::to_string(i);
+        Fields f(steps[i], at, problems);
+        model::Step step;
+        const std::string kind = f.text("step", "");
+        if (auto k = model::step_kind_from_name(kind)) step.kind = *k;
+        else problems.add(at + "/step", "unknown step \"" + kind + "\"");
+        step.target = static_cast<std::uint32_t>(f.unsigned_number("target", 0, 0, 0xFFFFFFFEu));
+        step.arg = static_cast<std::uint32_t>(f.unsigned_number("arg", 0, 0, 0xFFFFFFFEu));
+        f.text("describe", "");  // a human-readable note, ignored on load
+        f.finish();
+        s.steps.push_back(step);
+    }
+}
+
+Scenario parse(const std::string& path, Problems& problems) {
+    Scenario s;
+    s.path = path;
+    const nlohmann::json doc = parse_json_text(read_file(path), path);
+    Fields top(doc, "", problems);
+    s.name = top.text("name", std::filesystem::path(path).stem().string());
+    s.description = top.text("description", "");
+    s.seed = top.unsigned_number("seed", 1, 0, ~0ULL);
+    const std::string policy = top.text("policy", "validated");
+    if (model::find_policy(policy) == nullptr) problems.add("/policy", "unknown policy \"" + policy + "\" (known: " + model::policy_names() + ")");
+    else s.policy = policy;
+    const std::string rollout = top.choice("rollout", "cross-request", {"off", "intra-request", "cross-request"});
+    s.rollout = rollout == "off" ? model::Rollout::off : rollout == "intra-request" ? model::Rollout::intra_request : model::Rollout::cross_request;
+    if (const nlohmann::json* m = top.raw("model")) parse_model(*m, s, problems);
+    else problems.add("/model", "expected a model: a preset name or an object with \"groups\"");
+    if (const nlohmann::json* steps = top.raw("steps")) {
+        parse_steps_mode(top, *steps, s, problems);
+    } else if (const nlohmann::json* w = top.raw("workload")) {
+        parse_workload(*w, s, problems);
+    } else {
+        problems.add("/workload", "expected a \"workload\" (or \"steps\" with a \"scope\")");
+    }
+    if (const nlohmann::json* st = top.raw("storage")) parse_storage(*st, s, problems);
+    if (const nlohmann::json* c = top.raw("compute")) parse_compute(*c, s, problems);
+    if (const nlohmann::json* f = top.raw("faults")) parse_faults(*f, s, problems);
+    if (const nlohmann::json* l = top.raw("limits")) {
+        Fields f(*l, "/limits", problems);
+        s.max_events = f.unsigned_number("max_events", s.max_events, 1, 1ULL << 40);
+        s.structural_checks = f.flag("structural_checks", s.structural_checks);
+        s.timeline_requests = static_cast<std::uint32_t>(f.unsigned_number("timeline_requests", s.timeline_requests, 0, 1'000'000));
+        f.finish();
+    }
+    if (const nlohmann::json* e = top.raw("expect")) {
+        if (!e->is_object()) problems.add("/expect", "expected an object keyed by policy name (or \"*\")");
+        else
+            for (const auto& [key, item] : e->items()) {
+                if (key != "*" && model::find_policy(key) == nullptr)
+                    problems.add("/expect/" + pointer_escape(key), "unknown policy \"" + key + "\" (use \"*\" for any policy)");
+                s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), problems);
+            }
+    }
+    top.finish();
+    if (s.prefill_tokens_per_s == 0) s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
+    if (s.steps_mode) s.scope.model = s.model;
+    return s;
+}
+
+}  // namespace
+
+std::string_view fault_name(FaultClass fault) {
+    static constexpr std::array<std::string_view, kFaultClassCount> names = {"F1", "F2", "F3", "F4",  "F5", "F6",
+                                                                            "F7", "F8", "F9", "F10", "F11"};
+    return names[static_cast<std::size_t>(fault)];
+}
+
+std::string_view fault_summary(FaultClass fault) { return kFaultSummaries[static_cast<std::size_t>(fault)]; }
+
+Scenario load_scenario(const std::string& path) {
+    Problems problems{path, {}};
+    Scenario s = parse(path, problems);
+    problems.raise();
+    return s;
+}
+
+std::vector<InputError> validate_scenario(const std::string& path) {
+    Problems problems{path, {}};
+    try {
+        parse(path, problems);
+    } catch (const InputError& e) {
+        problems.list.push_back(e);
+    }
+    return problems.list;
+}
+
+const Expectation* expectation_for(const Scenario& scenario, const std::string& policy) {
+    if (auto it = scenario.expect.find(policy); it != scenario.expect.end()) return &it->second;
+    if (auto it = scenario.expect.find("*"); it != scenario.expect.end()) return &it->second;
+    return nullptr;
+}
+
+nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy, const std::vector<model::Step>& steps,
+                                   const std::string& description, const Expectation* expect) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const model::CacheGroup& g : scope.model.groups)
+        groups.push_back({{"name", g.name},
+                          {"kind", model::group_kind_name(g.kind)},
+                          {"layers", g.layers},
+                          {"block_tokens", g.block_tokens},
+                          {"segment_tokens", g.segment_tokens},
+                          {"window_tokens", g.window_tokens},
+                          {"compress_ratio", g.compress_ratio},
+                          {"bytes_per_token_layer", g.bytes_per_token_layer},
+                          {"state_bytes_layer", g.state_bytes_layer},
+                          {"indexer_top_k", g.indexer_top_k},
+                          {"indexed_group", std::max(0, g.indexed_group)},
+                          {"layout_id", g.layout_id}});
+    nlohmann::json requests = nlohmann::json::array();
+    for (const RequestTemplate& t : scope.requests)
+        requests.push_back({{"blocks", t.ids}, {"input_tokens", t.input_tokens}, {"output_tokens", t.output_tokens}});
+    nlohmann::json list = nlohmann::json::array();
+    model::World w = initial_world(scope, model::find_policy(policy)->defenses);
+    for (const model::Step& step : steps) {
+        nlohmann::json item = {{"step", model::step_kind_name(step.kind)}, {"target", step.target}};
+        if (step.arg != 0) item["arg"] = step.arg;
+        item["describe"] = model::describe(w, step);
+        if (model::enabled(w, step)) model::apply(w, step);
+        list.push_back(item);
+    }
+    nlohmann::json doc = {{"name", "counterexample"},
+                          {"description", description},
+                          {"policy", policy},
+                          {"model", {{"name", scope.model.name}, {"prefill_tokens_per_s", scope.model.prefill_tokens_per_s}, {"groups", groups}}},
+                          {"scope",
+                           {{"name", scope.name},
+                            {"content_block_tokens", scope.content_block_tokens},
+                            {"gpu_budget_bytes", scope.limits.gpu_budget_bytes},
+                            {"requests", requests}}},
+                          {"steps", list}};
+    if (expect != nullptr) {
+        nlohmann::json e = nlohmann::json::object();
+        if (!expect->violates.empty()) e["violates"] = expect->violates;
+        if (!expect->holds.empty()) e["holds"] = expect->holds;
+        doc["expect"] = {{policy, e}};
+    }
+    return doc;
+}
+
+}  // namespace kvcheck::sim

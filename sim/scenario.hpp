@@ -1,0 +1,105 @@
+// Scenario files: the model, the workload (a trace or explicit requests), storage tiers, the
+// compute model, faults, expectations — or, in steps mode, an exact step list (counterexamples).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/steps.hpp"
+#include "sim/check/scope.hpp"
+#include "sim/input_error.hpp"
+#include "sim/workload/trace.hpp"
+
+namespace kvcheck::sim {
+
+struct TierConfig {
+    std::uint64_t capacity_bytes = 0;
+    double bandwidth_gb_per_s = 1;   // GB/s (1e9 bytes per second)
+    std::uint64_t latency_us = 0;
+    std::uint64_t jitter_us = 0;     // uniform extra latency in [0, jitter]
+};
+
+// The fault classes of DESIGN.md section 5.
+enum class FaultClass : std::uint8_t { F1, F2, F3, F4, F5, F6, F7, F8, F9, F10, F11 };
+inline constexpr int kFaultClassCount = 11;
+std::string_view fault_name(FaultClass fault);        // "F1" ...
+std::string_view fault_summary(FaultClass fault);     // "eviction interrupted mid-way" ...
+
+struct FaultSpec {
+    FaultClass fault = FaultClass::F1;
+    std::uint32_t rate_ppm = 0;            // per opportunity (see docs/faults.md), 0 = scheduled only
+    std::optional<std::uint64_t> at_ns;    // scheduled at a virtual time ...
+    std::optional<std::uint64_t> at_event; // ... or when the event counter reaches this
+    std::uint32_t count = 1;               // scheduled: how many times to fire
+    std::uint64_t extra_latency_us = 0;    // F4: how late a late I/O is
+};
+
+struct Bound {
+    std::optional<double> min;
+    std::optional<double> max;
+};
+
+struct Expectation {
+    std::map<std::string, Bound> metrics;  // report keys such as silent_corruptions, hit_rate
+    std::vector<std::string> violates;     // invariants that must be violated at least once
+    std::vector<std::string> holds;        // invariants that must never be violated
+};
+
+struct Scenario {
+    std::string path;
+    std::string name;
+    std::string description;
+    std::string preset;                    // "" for a custom model
+    model::ModelConfig model;
+    std::string policy = "validated";
+    std::uint64_t seed = 1;
+    model::Rollout rollout = model::Rollout::cross_request;
+
+    // Workload: a trace file (streamed) and/or explicit requests.
+    std::string trace_path;                // resolved against the scenario's folder
+    TraceOptions trace;
+    std::vector<TraceRecord> requests;
+
+    std::uint64_t gpu_budget_bytes = 80ULL << 30;
+    TierConfig host{256ULL << 30, 20, 5, 2};
+    TierConfig disk{4ULL << 40, 2, 200, 100};
+    bool offload = true;                   // spill cold blocks to host/disk instead of dropping them
+    double offload_watermark = 0.9;        // start offloading above this share of the GPU budget
+    bool capture_graphs = true;
+
+    double prefill_tokens_per_s = 0;       // 0: the preset's figure
+    double decode_ms_per_token = 20;
+    std::uint64_t validate_gap_us = 50;    // time between lookup and pin: the TOCTOU window
+    std::vector<FaultSpec> faults;
+
+    std::uint64_t max_events = 50'000'000;
+    bool structural_checks = false;        // O(state) invariants after every step (debug runs)
+    std::uint32_t timeline_requests = 2'000;  // requests drawn in timeline.json
+
+    std::map<std::string, Expectation> expect;  // by policy name, "*" for any policy
+
+    // Steps mode: replay of an exact step list from a scope (counterexamples, regressions).
+    bool steps_mode = false;
+    Scope scope;
+    std::vector<model::Step> steps;
+};
+
+// Loads and checks a scenario; throws the first InputError (file and JSON pointer).
+Scenario load_scenario(const std::string& path);
+
+// Every problem in the file, for `kvcheck validate`; empty when it is valid.
+std::vector<InputError> validate_scenario(const std::string& path);
+
+// The expectation that applies to `policy`, if the scenario has one.
+const Expectation* expectation_for(const Scenario& scenario, const std::string& policy);
+
+// Serialises a steps-mode scenario (what `check`/`fuzz` write as counterexample.json).
+nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy, const std::vector<model::Step>& steps,
+                                   const std::string& description, const Expectation* expect);
+
+}  // namespace kvcheck::sim

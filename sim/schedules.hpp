@@ -1,0 +1,46 @@
+// Replay schedules (docs/schedule-format.md): for each request that resumed from cache, what its
+// reads really held — whose tokens, which weights and layout, what damage, whether the bytes went
+// through host/disk — so cuda_replay can rebuild the bytes and confirm or refute the oracle.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/invariants.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvcheck::sim {
+
+class ScheduleExporter {
+public:
+    ScheduleExporter(std::string dir, const Scenario& scenario, std::string policy, std::uint64_t seed,
+                     std::uint32_t max_schedules = 200);
+
+    void remember(const std::shared_ptr<const model::RequestSpec>& spec);
+    void note_fault(const model::World& world, const model::Step& step, FaultClass fault, const std::string& what);
+    void note_loaded(std::uint32_t segment, std::uint32_t epoch);
+    void export_read(const model::World& world, std::uint32_t request, const std::vector<model::Violation>& violations);
+    std::uint64_t written() const { return written_; }
+
+private:
+    std::string dir_;
+    std::string scenario_;
+    std::string policy_;
+    std::uint64_t seed_;
+    std::uint32_t max_schedules_;
+    std::uint64_t written_ = 0;
+    std::map<std::uint32_t, std::shared_ptr<const model::RequestSpec>> specs_;  // writers by uid
+    std::set<std::pair<std::uint32_t, std::uint32_t>> loaded_;                  // (segment, epoch) after a load
+    std::map<std::uint32_t, std::vector<std::string>> faults_;                  // by segment
+};
+
+// Token ids of a prompt as the replay sees them: derived from the content keys, so equal
+// prefixes give equal tokens.
+int token_at(const model::RequestSpec& spec, std::uint32_t position);
+
+}  // namespace kvcheck::sim

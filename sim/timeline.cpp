@@ -1,0 +1,42 @@
+// Chrome trace event writer.
+#include "sim/timeline.hpp"
+
+namespace kvcheck::sim {
+
+namespace {
+double us(std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
+}  // namespace
+
+void Timeline::span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns, const std::string& detail) {
+    if (!tracks(uid)) return;
+    nlohmann::json e = {{"name", name}, {"ph", "X"}, {"pid", 1}, {"tid", uid}, {"ts", us(start_ns)}, {"dur", us(end_ns - start_ns)}};
+    if (!detail.empty()) e["args"] = {{"detail", detail}};
+    events_.push_back(std::move(e));
+}
+
+void Timeline::instant(const std::string& name, std::uint64_t at_ns, const std::string& detail) {
+    if (instants_ >= kMaxInstants) return;
+    ++instants_;
+    events_.push_back({{"name", name}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", 0}, {"ts", us(at_ns)}, {"args", {{"detail", detail}}}});
+}
+
+void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
+    // At most one sample per simulated millisecond, and a bounded number overall.
+    if (samples_ >= kMaxSamples || (samples_ > 0 && at_ns < last_sample_ns_ + 1'000'000)) return;
+    ++samples_;
+    last_sample_ns_ = at_ns;
+    nlohmann::json args = nlohmann::json::object();
+    for (model::Form f : model::kAllForms) args[std::string(model::form_name(f))] = w.bytes_by_form[static_cast<int>(f)];
+    args["state_table"] = std::uint64_t{w.live_segments} * model::kStateEntryBytes;
+    events_.push_back({{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", us(at_ns)}, {"args", args}});
+}
+
+nlohmann::json Timeline::to_json() const {
+    nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}};
+    nlohmann::json all = nlohmann::json::array();
+    all.push_back(meta);
+    for (const auto& e : events_) all.push_back(e);
+    return {{"traceEvents", all}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,324 @@
+// `kvcheck run`, `kvcheck compare` and `kvcheck validate`: the simulator's front door. A folder of
+// scenarios is a test suite (`--junit FILE` writes JUnit XML); every failure prints the command
+// that reproduces it.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/expect.hpp"
+#include "sim/files.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/progress.hpp"
+
+namespace kvcheck::cli {
+
+namespace {
+
+struct RunArgs {
+    std::string target;
+    std::string policy;
+    std::uint64_t seed = 0;
+    std::string out;
+    std::string schedules;
+    std::string junit;
+    bool json = false;
+    bool quiet = false;
+};
+
+struct CaseResult {
+    std::string name;
+    std::string path;
+    std::vector<std::string> failures;
+    std::string error;  // bad input
+    std::string reproduce;
+    double seconds = 0;
+};
+
+std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed) {
+    return "kvcheck run " + path + " --policy " + policy + " --seed " + std::to_string(seed);
+}
+
+void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohmann::json& report) {
+    sim::ensure_directory(dir);
+    sim::write_file_atomic(dir + "/report.json", report.dump(2) + "\n");
+    sim::write_file_atomic(dir + "/metrics.prom", sim::prometheus_text(r.info, r.metrics));
+    sim::write_file_atomic(dir + "/timeline.json", r.timeline.to_json().dump() + "\n");
+}
+
+void print_summary(const nlohmann::json& j, FILE* to) {
+    std::fprintf(to, "policy=%s requests=%llu hit_rate=%.4f post_hit_fallback_rate=%.4f silent_corruptions=%llu\n",
+                 j["policy"].get<std::string>().c_str(), static_cast<unsigned long long>(j["requests"].get<std::uint64_t>()),
+                 j["hit_rate"].get<double>(), j["post_hit_fallback_rate"].get<double>(),
+                 static_cast<unsigned long long>(j["silent_corruptions"].get<std::uint64_t>()));
+    std::fprintf(to, "verdicts: resumable=%llu io_wait=%llu partial_recompute=%llu full_recompute=%llu\n",
+                 static_cast<unsigned long long>(j["verdicts"]["resumable"].get<std::uint64_t>()),
+                 static_cast<unsigned long long>(j["verdicts"]["io_wait"].get<std::uint64_t>()),
+                 static_cast<unsigned long long>(j["verdicts"]["partial_recompute"].get<std::uint64_t>()),
+                 static_cast<unsigned long long>(j["verdicts"]["full_recompute"].get<std::uint64_t>()));
+    std::fprintf(to, "tokens: reused=%llu recomputed=%llu  ttft_ms p50=%.1f p99=%.1f\n",
+                 static_cast<unsigned long long>(j["reused_tokens"].get<std::uint64_t>()),
+                 static_cast<unsigned long long>(j["recomputed_tokens"].get<std::uint64_t>()), j["ttft_ms"]["p50"].get<double>(),
+                 j["ttft_ms"]["p99"].get<double>());
+    for (const auto& [name, count] : j["invariant_violations"].items())
+        if (count.get<std::uint64_t>() > 0) std::fprintf(to, "violated %s x%llu\n", name.c_str(), static_cast<unsigned long long>(count.get<std::uint64_t>()));
+}
+
+// Runs one scenario file; prints what a person needs and returns the case result.
+CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) {
+    CaseResult c;
+    c.path = path;
+    c.name = std::filesystem::path(path).stem().string();
+    const auto started = std::chrono::steady_clock::now();
+    sim::Scenario scenario;
+    try {
+        scenario = sim::load_scenario(path);
+    } catch (const sim::InputError& e) {
+        c.error = e.what();
+        return c;
+    }
+    sim::RunOptions options;
+    options.policy = args.policy;
+    options.seed = args.seed;
+    options.seed_given = args.seed != 0;
+    options.schedules_dir = args.schedules;
+    const std::string policy = args.policy.empty() ? scenario.policy : args.policy;
+    const std::uint64_t seed = options.seed_given ? args.seed : scenario.seed;
+    FILE* info = args.json ? stderr : stdout;
+    if (!in_suite || !args.quiet) std::fprintf(info, "seed=%llu scenario=%s policy=%s\n", static_cast<unsigned long long>(seed), path.c_str(), policy.c_str());
+    Progress progress(args.quiet, "run " + scenario.name);
+    options.progress = [&](std::uint64_t finished, std::uint64_t events) { progress.update(finished, 0, "requests, " + std::to_string(events) + " events"); };
+    sim::RunResult result;
+    try {
+        result = sim::run_scenario(scenario, options);
+    } catch (const sim::InputError& e) {
+        progress.done();
+        c.error = e.what();
+        return c;
+    }
+    progress.done();
+    const nlohmann::json report = sim::report_json(result.info, result.metrics);
+    const std::string out_dir = !args.out.empty() ? (in_suite ? args.out + "/" + c.name : args.out) : "";
+    if (!out_dir.empty()) write_outputs(out_dir, result, report);
+    c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
+    c.reproduce = reproduce_command(path, policy, seed);
+    if (args.json) std::cout << report.dump(2) << "\n";
+    else if (!args.quiet) print_summary(report, stdout);
+    for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s: %s\n", c.name.c_str(), f.c_str());
+    if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
+    if (!out_dir.empty() && !args.quiet) std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json)\n", out_dir.c_str());
+    if (!args.schedules.empty() && !args.quiet)
+        std::fprintf(info, "schedules exported: %llu to %s\n", static_cast<unsigned long long>(result.schedules_written), args.schedules.c_str());
+    std::fprintf(info, "final_state_hash=%s\n", report["final_state_hash"].get<std::string>().c_str());
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return c;
+}
+
+std::string xml_escape(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        switch (ch) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += ch;
+        }
+    }
+    return out;
+}
+
+void write_junit(const std::string& file, const std::vector<CaseResult>& cases) {
+    std::size_t failures = 0;
+    std::size_t errors = 0;
+    for (const CaseResult& c : cases) {
+        failures += c.failures.empty() ? 0 : 1;
+        errors += c.error.empty() ? 0 : 1;
+    }
+    std::ostringstream x;
+    x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << cases.size() << "\" failures=\""
+      << failures << "\" errors=\"" << errors << "\">\n";
+    for (const CaseResult& c : cases) {
+        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << xml_escape(c.name) << "\" file=\"" << xml_escape(c.path)
+          << "\" time=\"" << c.seconds << "\">\n";
+        if (!c.error.empty()) x << "    <error message=\"" << xml_escape(c.error) << "\"/>\n";
+        if (!c.failures.empty()) {
+            std::string text;
+            for (const std::string& f : c.failures) text += f + "\n";
+            x << "    <failure message=\"" << xml_escape(c.failures.front()) << "\">" << xml_escape(text)
+              << "reproduce: " << xml_escape(c.reproduce) << "</failure>\n";
+        }
+        x << "  </testcase>\n";
+    }
+    x << "</testsuite>\n";
+    sim::write_file_atomic(file, x.str());
+}
+
+int run_command(const RunArgs& args) {
+    std::vector<std::string> paths;
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(args.target, ec);
+    if (folder) {
+        for (const auto& entry : std::filesystem::directory_iterator(args.target))
+            if (entry.is_regular_file() && entry.path().extension() == ".json") paths.push_back(entry.path().string());
+        std::sort(paths.begin(), paths.end());
+        if (paths.empty()) throw sim::InputError(args.target, "", "no *.json scenarios in this folder");
+    } else {
+        paths.push_back(args.target);
+    }
+    std::vector<CaseResult> cases;
+    for (const std::string& p : paths) cases.push_back(run_one(p, args, folder));
+    if (!args.junit.empty()) write_junit(args.junit, cases);
+    int code = 0;
+    for (const CaseResult& c : cases) {
+        if (!c.error.empty()) {
+            std::fprintf(stderr, "kvcheck: %s\n", c.error.c_str());
+            code = 2;
+        } else if (!c.failures.empty() && code == 0) {
+            code = 1;
+        }
+    }
+    if (folder) {
+        std::size_t passed = 0;
+        for (const CaseResult& c : cases) passed += c.error.empty() && c.failures.empty() ? 1 : 0;
+        std::printf("%zu passed, %zu failed\n", passed, cases.size() - passed);
+    }
+    return code;
+}
+
+void print_comparison(const std::vector<nlohmann::json>& reports) {
+    std::printf("%-28s", "metric");
+    for (const auto& r : reports) std::printf(" %16s", r["policy"].get<std::string>().c_str());
+    std::printf("\n");
+    const std::vector<std::pair<const char*, const char*>> rows = {
+        {"hit_rate", "hit rate"},
+        {"post_hit_fallback_rate", "post-hit fallback rate"},
+        {"verdicts.resumable", "verdict resumable"},
+        {"verdicts.io_wait", "verdict io_wait"},
+        {"verdicts.partial_recompute", "verdict partial_recompute"},
+        {"verdicts.full_recompute", "verdict full_recompute"},
+        {"silent_corruptions", "silent corruptions"},
+        {"reused_tokens", "reused tokens"},
+        {"recomputed_tokens", "recomputed tokens"},
+        {"ttft_ms.p50", "TTFT p50 (ms)"},
+        {"ttft_ms.p99", "TTFT p99 (ms)"},
+    };
+    for (const auto& [key, label] : rows) {
+        std::printf("%-28s", label);
+        for (const auto& r : reports) {
+            const nlohmann::json* v = sim::report_value(r, key);
+            if (v != nullptr && v->is_number_float()) std::printf(" %16.4f", v->get<double>());
+            else if (v != nullptr) std::printf(" %16s", v->dump().c_str());
+            else std::printf(" %16s", "-");
+        }
+        std::printf("\n");
+    }
+    std::printf("%-28s", "invariant violations");
+    for (const auto& r : reports) {
+        std::uint64_t n = 0;
+        for (const auto& [name, count] : r["invariant_violations"].items()) n += count.get<std::uint64_t>();
+        std::printf(" %16llu", static_cast<unsigned long long>(n));
+    }
+    std::printf("\n");
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ','))
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app, Common& common) {
+    auto args = std::make_shared<RunArgs>();
+    auto policies = std::make_shared<std::string>("naive,validated");
+    auto* cmd = app.add_subcommand("compare", "Run one scenario under several policies and print them side by side");
+    cmd->add_option("scenario", args->target, "Scenario file")->required();
+    cmd->add_option("--policies", *policies, "Comma-separated policies (default naive,validated)");
+    cmd->add_option("--seed", args->seed, "Seed (default: the scenario's)");
+    cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/");
+    cmd->add_flag("--json", args->json, "Print {\"policies\": {NAME: report}}");
+    cmd->add_flag("--quiet", args->quiet, "No progress line");
+    cmd->callback([args, policies, &common] {
+        const std::vector<std::string> names = split_list(*policies);
+        if (names.empty()) throw sim::InputError("", "--policies", "expected at least one policy");
+        for (const std::string& n : names)
+            if (model::find_policy(n) == nullptr)
+                throw sim::InputError("", "--policies", "unknown policy \"" + n + "\" (known: " + model::policy_names() + ")");
+        const sim::Scenario scenario = sim::load_scenario(args->target);
+        const std::uint64_t seed = args->seed != 0 ? args->seed : scenario.seed;
+        std::fprintf(args->json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());
+        std::vector<nlohmann::json> reports;
+        nlohmann::json all = nlohmann::json::object();
+        int code = 0;
+        for (const std::string& name : names) {
+            sim::RunOptions options;
+            options.policy = name;
+            options.seed = seed;
+            options.seed_given = true;
+            Progress progress(args->quiet, "compare " + name);
+            options.progress = [&](std::uint64_t finished, std::uint64_t) { progress.update(finished, 0, "requests"); };
+            const sim::RunResult result = sim::run_scenario(scenario, options);
+            progress.done();
+            nlohmann::json report = sim::report_json(result.info, result.metrics);
+            if (!args->out.empty()) write_outputs(args->out + "/" + name, result, report);
+            if (const sim::Expectation* e = sim::expectation_for(scenario, name)) {
+                for (const std::string& f : sim::judge_run(e, report)) {
+                    std::fprintf(stderr, "FAIL %s: %s\nreproduce: %s\n", name.c_str(), f.c_str(),
+                                 reproduce_command(args->target, name, seed).c_str());
+                    code = 1;
+                }
+            }
+            all[name] = report;
+            reports.push_back(std::move(report));
+        }
+        if (args->json) std::cout << nlohmann::json{{"policies", all}}.dump(2) << "\n";
+        else print_comparison(reports);
+        for (const auto& r : reports)
+            std::fprintf(args->json ? stderr : stdout, "final_state_hash[%s]=%s\n", r["policy"].get<std::string>().c_str(),
+                         r["final_state_hash"].get<std::string>().c_str());
+        common.exit_code = code;
+    });
+}
+
+void register_validate(CLI::App& app, Common& common) {
+    auto path = std::make_shared<std::string>();
+    auto* cmd = app.add_subcommand("validate", "Check a scenario file and report every problem with its JSON pointer");
+    cmd->add_option("scenario", *path, "Scenario file")->required();
+    cmd->callback([path, &common] {
+        const std::vector<sim::InputError> problems = sim::validate_scenario(*path);
+        for (const sim::InputError& e : problems) std::fprintf(stderr, "kvcheck: %s\n", e.what());
+        if (problems.empty()) std::printf("%s: valid\n", path->c_str());
+        common.exit_code = problems.empty() ? 0 : 2;
+    });
+}
+
+void register_run(CLI::App& app, Common& common) {
+    auto args = std::make_shared<RunArgs>();
+    auto* cmd = app.add_subcommand("run", "Run a scenario (or every *.json scenario in a folder) through the simulator");
+    cmd->add_option("scenario", args->target, "Scenario file or folder")->required();
+    cmd->add_option("--policy", args->policy, "Policy to run (default: the scenario's)");
+    cmd->add_option("--seed", args->seed, "Seed (default: the scenario's)");
+    cmd->add_option("--out", args->out, "Write report.json, metrics.prom and timeline.json here");
+    cmd->add_option("--export-schedules", args->schedules, "Write replay schedules of resumed requests here");
+    cmd->add_option("--junit", args->junit, "Write JUnit XML (one test case per scenario)");
+    cmd->add_flag("--json", args->json, "Print report.json to stdout");
+    cmd->add_flag("--quiet", args->quiet, "No summary and no progress line");
+    cmd->callback([args, &common] {
+        if (!args->policy.empty() && model::find_policy(args->policy) == nullptr)
+            throw sim::InputError("", "--policy", "unknown policy \"" + args->policy + "\" (known: " + model::policy_names() + ")");
+        common.exit_code = run_command(*args);
+    });
+}
+
+}  // namespace kvcheck::cli
