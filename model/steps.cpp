@@ -586,10 +586,12 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
 std::string describe(const World& w, const Step& step) {
     std::string out(step_kind_name(step.kind));
     auto segment_text = [&](std::uint32_t id) {
-        if (id >= w.segments.size()) return std::string(" segment ?");
+        std::string text(" ");
+        if (id >= w.segments.size()) return text.append("segment ?");
         const Segment& s = w.segments[id];
-        return " " + std::string(form_name(s.form)) + " segment " + std::to_string(id) + " [" + std::to_string(s.start) +
-               "," + std::to_string(s.end) + ") of group " + w.group(s.group).name;
+        text.append(form_name(s.form)).append(" segment ").append(std::to_string(id));
+        text.append(" [").append(std::to_string(s.start)).append(",").append(std::to_string(s.end));
+        return text.append(") of group ").append(w.group(s.group).name);
     };
     switch (step.kind) {
         case StepKind::lookup:

@@ -55,6 +55,7 @@ Scope named_scope(const std::string& name) {
         s.requests = {{{1, 2, 3, 4}, 64, 16}, {{1, 2, 3, 4, 5}, 80, 0}};
         s.limits.gpu_budget_bytes = 30'000;
         s.max_faults = 1;
+        s.max_background = 1;
         s.max_depth = 50;
         return s;
     }

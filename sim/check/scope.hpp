@@ -40,8 +40,9 @@ std::uint32_t allowed_kinds(const Scope& scope, std::uint8_t faults_used, std::u
 bool is_background(model::StepKind kind);
 
 // The named scopes: "reference" (toy preset, two requests sharing a prefix, a tight budget,
-// every actor and every fault, at most one fault per path) and "small" (one fault class fewer
-// requests, for quick tests). Throws std::invalid_argument for an unknown name.
+// every actor and every fault, at most one fault and two background evictions/offloads per
+// path) and "small" (shorter prompts, one background action: for quick tests).
+// Throws std::invalid_argument for an unknown name.
 Scope named_scope(const std::string& name);
 std::vector<std::string> scope_names();
 

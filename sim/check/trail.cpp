@@ -74,7 +74,16 @@ Counterexample shrink(const Scope& scope, const model::Defenses& defenses, const
 std::string format_counterexample(const Counterexample& c) {
     std::string out;
     for (std::size_t i = 0; i < c.described.size(); ++i) out += "  " + std::to_string(i + 1) + ". " + c.described[i] + "\n";
-    for (const model::Violation& v : c.violations) out += "  violated " + v.invariant + ": " + v.message + "\n";
+    // One line per invariant: its first message and how many more reads broke it.
+    for (std::size_t i = 0; i < c.violations.size(); ++i) {
+        const model::Violation& v = c.violations[i];
+        bool seen = false;
+        for (std::size_t j = 0; j < i; ++j) seen = seen || c.violations[j].invariant == v.invariant;
+        if (seen) continue;
+        std::size_t more = 0;
+        for (std::size_t j = i + 1; j < c.violations.size(); ++j) more += c.violations[j].invariant == v.invariant ? 1 : 0;
+        out += "  violated " + v.invariant + ": " + v.message + (more > 0 ? " (and " + std::to_string(more) + " more)" : "") + "\n";
+    }
     return out;
 }
 

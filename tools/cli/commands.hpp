@@ -18,5 +18,9 @@ void register_trace(CLI::App& app, Common& common);
 void register_run(CLI::App& app, Common& common);
 void register_compare(CLI::App& app, Common& common);
 void register_validate(CLI::App& app, Common& common);
+void register_check(CLI::App& app, Common& common);
+void register_fuzz(CLI::App& app, Common& common);
+void register_merge(CLI::App& app, Common& common);
+void register_mutants(CLI::App& app, Common& common);
 
 }  // namespace kvcheck::cli

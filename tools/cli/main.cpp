@@ -13,6 +13,10 @@ int main(int argc, char** argv) {
     kvcheck::cli::register_run(app, common);
     kvcheck::cli::register_compare(app, common);
     kvcheck::cli::register_validate(app, common);
+    kvcheck::cli::register_check(app, common);
+    kvcheck::cli::register_fuzz(app, common);
+    kvcheck::cli::register_merge(app, common);
+    kvcheck::cli::register_mutants(app, common);
     kvcheck::cli::register_presets(app, common);
     kvcheck::cli::register_policies(app, common);
     kvcheck::cli::register_replay(app, common);

@@ -109,7 +109,11 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
     if (args.json) std::cout << report.dump(2) << "\n";
+    else if (!args.quiet && scenario.steps_mode)
+        std::printf("replayed %llu steps of %s under %s\n", static_cast<unsigned long long>(result.metrics.events), path.c_str(), policy.c_str());
     else if (!args.quiet) print_summary(report, stdout);
+    if (!args.json && !args.quiet && scenario.steps_mode)
+        for (const auto& [name, message] : result.metrics.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
     for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s: %s\n", c.name.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
     if (!out_dir.empty() && !args.quiet) std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json)\n", out_dir.c_str());

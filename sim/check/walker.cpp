@@ -1,0 +1,175 @@
+// Random walks with per-walk seeds, swarm scopes, worker threads and shrinking.
+#include "sim/check/walker.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "model/core.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvcheck::sim {
+
+namespace {
+
+// A request prompt of `blocks` content blocks that shares its first `shared` blocks with `base`.
+std::vector<std::uint64_t> prompt_ids(Rng& rng, const std::vector<std::uint64_t>& base, std::uint32_t shared, std::uint32_t blocks) {
+    std::vector<std::uint64_t> ids(base.begin(), base.begin() + std::min<std::size_t>(shared, base.size()));
+    while (ids.size() < blocks) ids.push_back(1000 + rng.below(1'000'000));
+    return ids;
+}
+
+struct Walk {
+    bool violated = false;
+    std::uint64_t steps = 0;
+    Counterexample found;
+};
+
+Walk walk_once(const Scope& scope, const model::Defenses& defenses, std::uint64_t seed, std::uint32_t depth) {
+    Walk walk;
+    Rng rng(seed);
+    model::World world = initial_world(scope, defenses);
+    std::vector<model::Step> enabled;
+    std::vector<model::Violation> violations;
+    std::uint8_t faults = 0;
+    std::uint8_t background = 0;
+    for (std::uint32_t i = 0; i < depth; ++i) {
+        model::enabled_steps(world, allowed_kinds(scope, faults, background), enabled);
+        if (enabled.empty()) break;
+        const model::Step step = enabled[rng.below(enabled.size())];
+        faults = static_cast<std::uint8_t>(faults + (model::is_fault(step.kind) ? 1 : 0));
+        background = static_cast<std::uint8_t>(background + (is_background(step.kind) ? 1 : 0));
+        walk.found.steps.push_back(step);
+        const model::StepOutcome outcome = model::apply(world, step);
+        ++walk.steps;
+        violations.clear();
+        model::check_invariants(world, outcome, true, violations);
+        if (!violations.empty()) {
+            walk.violated = true;
+            walk.found.violations = violations;
+            return walk;
+        }
+    }
+    return walk;
+}
+
+}  // namespace
+
+Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index) {
+    Rng rng(hash_combine(root_seed, index ^ 0x5377a4dULL));
+    Scope s = named_scope("reference");
+    s.name = "swarm";
+    // Two or three requests, each extending or branching from the first one's prompt.
+    const std::uint32_t requests = 2 + static_cast<std::uint32_t>(rng.below(2));
+    s.requests.clear();
+    std::vector<std::uint64_t> first;
+    for (std::uint32_t r = 0; r < requests; ++r) {
+        const auto blocks = static_cast<std::uint32_t>(2 + rng.below(7));  // 32..128 tokens of 16
+        const auto shared = r == 0 ? 0u : static_cast<std::uint32_t>(rng.below(blocks + 1));
+        std::vector<std::uint64_t> ids = prompt_ids(rng, first, shared, blocks);
+        if (r == 0) first = ids;
+        s.requests.push_back({ids, blocks * 16, static_cast<std::uint32_t>(rng.below(3) * 16)});
+    }
+    s.limits.gpu_budget_bytes = 20'000 + rng.below(180'000);
+    // Each fault kind is switched on with probability one half: swarm testing.
+    s.step_kinds = actor_kinds() | background_kinds();
+    for (int k = 0; k < model::kStepKindCount; ++k) {
+        const auto kind = static_cast<model::StepKind>(k);
+        if (model::is_fault(kind) && rng.below(2) == 0) s.step_kinds |= model::kind_bit(kind);
+    }
+    s.max_faults = static_cast<std::uint8_t>(1 + rng.below(3));
+    s.max_background = static_cast<std::uint8_t>(rng.below(5));
+    return s;
+}
+
+FuzzReport fuzz(const FuzzOptions& o) {
+    const auto started = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+    const model::PolicyInfo* policy = model::find_policy(o.policy);
+    KV_ASSERT(policy != nullptr, "fuzz needs a known policy");
+    KV_ASSERT(o.shard_count > 0 && o.shard_index < o.shard_count, "shard index out of range");
+    FuzzReport report;
+    report.policy = o.policy;
+    report.seed = o.seed;
+    report.shard_index = o.shard_index;
+    report.shard_count = o.shard_count;
+    std::atomic<std::uint64_t> next{0};
+    std::atomic<std::uint64_t> first_violation{~0ULL};
+    std::atomic<std::uint64_t> done{0};
+    std::atomic<std::uint64_t> steps{0};
+    std::mutex lock;
+    auto worker = [&] {
+        for (;;) {
+            const std::uint64_t n = next.fetch_add(1);
+            if (o.walks != 0 && n >= o.walks) return;
+            if (o.seconds > 0 && elapsed() >= o.seconds) return;
+            if (o.stop_at_first && n > first_violation.load()) return;
+            const std::uint64_t index = n * o.shard_count + o.shard_index;
+            const Scope scope = o.swarm ? swarm_scope(o.seed, index) : o.base;
+            Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
+            steps += w.steps;
+            if (w.violated) {
+                FoundViolation found;
+                found.walk = index;
+                found.scope = scope;
+                found.counterexample = shrink(scope, policy->defenses, w.found, w.found.violations.front().invariant);
+                found.invariant = found.counterexample.violations.empty() ? w.found.violations.front().invariant
+                                                                          : found.counterexample.violations.front().invariant;
+                std::lock_guard<std::mutex> guard(lock);
+                report.violations.push_back(std::move(found));
+                std::uint64_t current = first_violation.load();
+                while (n < current && !first_violation.compare_exchange_weak(current, n)) {
+                }
+            }
+            const std::uint64_t finished = ++done;
+            if (o.progress && o.threads <= 1) o.progress(finished);
+        }
+    };
+    std::vector<std::thread> pool;
+    for (std::uint32_t t = 1; t < o.threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (std::thread& t : pool) t.join();
+    std::sort(report.violations.begin(), report.violations.end(), [](const FoundViolation& a, const FoundViolation& b) { return a.walk < b.walk; });
+    if (o.stop_at_first && report.violations.size() > 1) report.violations.resize(1);
+    report.walks = done.load();
+    report.steps = steps.load();
+    report.seconds = elapsed();
+    return report;
+}
+
+nlohmann::json fuzz_json(const FuzzReport& r) {
+    nlohmann::json found = nlohmann::json::array();
+    for (const FoundViolation& v : r.violations) {
+        nlohmann::json steps = nlohmann::json::array();
+        for (const std::string& line : v.counterexample.described) steps.push_back(line);
+        found.push_back({{"walk", v.walk},
+                         {"invariant", v.invariant},
+                         {"steps", steps},
+                         {"scenario", steps_scenario_json(v.scope, r.policy, v.counterexample.steps, "found by kvcheck fuzz", nullptr)}});
+    }
+    return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
+            {"walks", r.walks}, {"steps", r.steps}, {"violations", found}};
+}
+
+nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards) {
+    nlohmann::json merged = {{"kind", "kvcheck.fuzz/1"}, {"walks", 0}, {"steps", 0}};
+    std::vector<nlohmann::json> found;
+    nlohmann::json covered = nlohmann::json::array();
+    for (const nlohmann::json& s : shards) {
+        merged["policy"] = s.at("policy");
+        merged["seed"] = s.at("seed");
+        merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();
+        merged["steps"] = merged["steps"].get<std::uint64_t>() + s.at("steps").get<std::uint64_t>();
+        covered.push_back(s.at("shard"));
+        for (const nlohmann::json& v : s.at("violations")) found.push_back(v);
+    }
+    std::sort(found.begin(), found.end(), [](const nlohmann::json& a, const nlohmann::json& b) { return a["walk"] < b["walk"]; });
+    std::sort(covered.begin(), covered.end());
+    merged["shards"] = covered;
+    merged["violations"] = found;
+    return merged;
+}
+
+}  // namespace kvcheck::sim

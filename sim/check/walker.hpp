@@ -1,0 +1,59 @@
+// `kvcheck fuzz`: seeded random walks and swarm testing (the configuration itself drawn from each
+// walk's seed) over larger scopes. Walk i always uses the seed derived from (root seed, i), so
+// threads and shards change only who runs a walk, never what it does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/check/trail.hpp"
+
+namespace kvcheck::sim {
+
+struct FuzzOptions {
+    std::uint64_t seed = 1;
+    std::uint64_t walks = 1000;        // budget in walks (0: unbounded, use seconds)
+    double seconds = 0;                // budget in seconds (0: unbounded, use walks)
+    std::uint32_t threads = 1;
+    std::uint32_t shard_index = 0;     // this process runs walks with index % shard_count == shard_index
+    std::uint32_t shard_count = 1;
+    bool swarm = true;                 // draw the scope per walk; otherwise walk `base`
+    bool stop_at_first = true;
+    std::string policy = "validated";
+    Scope base = named_scope("reference");
+    std::uint32_t depth = 120;         // steps per walk
+    std::function<void(std::uint64_t walks_done)> progress;
+};
+
+struct FoundViolation {
+    std::uint64_t walk = 0;            // global walk index
+    Scope scope;                       // the walk's scope (swarm draws it)
+    Counterexample counterexample;     // shrunk
+    std::string invariant;             // the first invariant it violates
+};
+
+struct FuzzReport {
+    std::string policy;
+    std::uint64_t seed = 0;
+    std::uint32_t shard_index = 0;
+    std::uint32_t shard_count = 1;
+    std::uint64_t walks = 0;           // walks completed
+    std::uint64_t steps = 0;
+    std::vector<FoundViolation> violations;  // sorted by walk index
+    double seconds = 0;
+};
+
+FuzzReport fuzz(const FuzzOptions& options);
+
+// The scope walk `index` explores under swarm testing.
+Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
+
+nlohmann::json fuzz_json(const FuzzReport& report);
+// Merges shard results deterministically: walks and steps add up, violations are ordered by walk.
+nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards);
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,193 @@
+// `kvcheck check`, `kvcheck fuzz`, `kvcheck merge` and `kvcheck mutants`: the model checker's
+// front door. Counterexamples come out as a numbered step list, counterexample.json (a scenario
+// `kvcheck run` reproduces without the checker) and counterexample.dot.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/check/dot.hpp"
+#include "sim/check/explorer.hpp"
+#include "sim/check/walker.hpp"
+#include "sim/json_fields.hpp"
+#include "sim/files.hpp"
+#include "sim/scenario.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/progress.hpp"
+
+namespace kvcheck::cli {
+
+namespace {
+
+const model::PolicyInfo& policy_or_throw(const std::string& name) {
+    const model::PolicyInfo* p = model::find_policy(name);
+    if (p == nullptr) throw sim::InputError("", "--policy", "unknown policy \"" + name + "\" (known: " + model::policy_names() + ")");
+    return *p;
+}
+
+sim::Scope scope_or_throw(const std::string& name) {
+    for (const std::string& known : sim::scope_names())
+        if (known == name) return sim::named_scope(name);
+    throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: reference, small)");
+}
+
+void write_counterexample(const std::string& dir, const sim::Scope& scope, const std::string& policy, const sim::Counterexample& c) {
+    sim::ensure_directory(dir);
+    const std::string note = "counterexample for policy " + policy + ": " + (c.violations.empty() ? "" : c.violations.front().invariant);
+    sim::write_file_atomic(dir + "/counterexample.json", sim::steps_scenario_json(scope, policy, c.steps, note, nullptr).dump(2) + "\n");
+    sim::write_file_atomic(dir + "/counterexample.dot", sim::counterexample_dot(c));
+}
+
+struct CheckArgs {
+    std::string scope = "reference";
+    std::string policy = "validated";
+    std::string out;
+    std::string target;
+    std::uint64_t max_states = 50'000'000;
+    double max_seconds = 600;
+    bool json = false;
+    bool quiet = false;
+    bool liveness = false;
+};
+
+}  // namespace
+
+void register_check(CLI::App& app, Common& common) {
+    auto a = std::make_shared<CheckArgs>();
+    auto* cmd = app.add_subcommand("check", "Explore every interleaving at a bounded scope (breadth-first, state hashing)");
+    cmd->add_option("--scope", a->scope, "Named scope: reference (default) or small");
+    cmd->add_option("--policy", a->policy, "Policy to check (default validated)");
+    cmd->add_option("--invariant", a->target, "Stop only at violations of this invariant");
+    cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)");
+    cmd->add_option("--max-seconds", a->max_seconds, "Time bound (reported when hit)");
+    cmd->add_option("--out", a->out, "Write counterexample.json and counterexample.dot here");
+    cmd->add_flag("--liveness", a->liveness, "Keep the explored graph and look for cycles (strongly connected components)");
+    cmd->add_flag("--json", a->json, "Print the result as JSON");
+    cmd->add_flag("--quiet", a->quiet, "No progress line");
+    cmd->callback([a, &common] {
+        const model::PolicyInfo& policy = policy_or_throw(a->policy);
+        const sim::Scope scope = scope_or_throw(a->scope);
+        sim::ExploreOptions options;
+        options.max_states = a->max_states;
+        options.max_seconds = a->max_seconds;
+        options.target = a->target;
+        options.keep_graph = a->liveness;
+        Progress progress(a->quiet, "check " + a->policy);
+        options.progress = [&](std::uint64_t states, std::uint32_t depth, double) { progress.update(states, 0, "states, depth " + std::to_string(depth)); };
+        const sim::ExploreReport r = sim::explore(scope, policy.defenses, options);
+        progress.done();
+        nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"states", r.states},
+                            {"transitions", r.transitions}, {"depth", r.depth},     {"seconds", r.seconds},
+                            {"states_per_s", r.states_per_s}, {"exhausted", r.exhausted}, {"bound_hit", r.bound_hit},
+                            {"stuck_states", r.stuck_states}, {"cycles", r.nontrivial_sccs}};
+        if (r.counterexample) {
+            j["violated"] = r.counterexample->violations.front().invariant;
+            j["counterexample_steps"] = r.counterexample->steps.size();
+            j["steps"] = r.counterexample->described;
+        }
+        if (a->json) {
+            std::cout << j.dump(2) << "\n";
+        } else {
+            std::printf("scope=%s policy=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n", a->scope.c_str(),
+                        a->policy.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
+                        r.seconds, r.states_per_s, r.exhausted ? "exhausted" : ("bound hit: " + r.bound_hit).c_str());
+            if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
+            if (r.counterexample) std::printf("counterexample (%zu steps):\n%s", r.counterexample->steps.size(), sim::format_counterexample(*r.counterexample).c_str());
+        }
+        if (r.counterexample && !a->out.empty()) {
+            write_counterexample(a->out, scope, a->policy, *r.counterexample);
+            std::fprintf(a->json ? stderr : stdout, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s/counterexample.json\n",
+                         a->out.c_str(), a->out.c_str());
+        }
+        common.exit_code = r.counterexample || r.stuck_states > 0 ? 1 : 0;
+    });
+}
+
+void register_fuzz(CLI::App& app, Common& common) {
+    auto o = std::make_shared<sim::FuzzOptions>();
+    auto shard = std::make_shared<std::string>("0/1");
+    auto out = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    auto quiet = std::make_shared<bool>(false);
+    auto keep_going = std::make_shared<bool>(false);
+    auto no_swarm = std::make_shared<bool>(false);
+    auto* cmd = app.add_subcommand("fuzz", "Seeded random walks with swarm testing over larger scopes");
+    cmd->add_option("--policy", o->policy, "Policy (default validated)");
+    cmd->add_option("--seed", o->seed, "Root seed (walk i uses a seed derived from it and i)");
+    cmd->add_option("--walks", o->walks, "Budget in walks (0 = no walk bound)");
+    cmd->add_option("--seconds", o->seconds, "Budget in seconds (0 = no time bound)");
+    cmd->add_option("--threads", o->threads, "Worker threads")->check(CLI::Range(1u, 256u));
+    cmd->add_option("--shard", *shard, "Run shard i of n (i/n): walks with index % n == i");
+    cmd->add_option("--depth", o->depth, "Steps per walk");
+    cmd->add_option("--out", *out, "Write fuzz.json (for kvcheck merge) and the first counterexample here");
+    cmd->add_flag("--keep-going", *keep_going, "Run to the budget instead of stopping at the first violation");
+    cmd->add_flag("--no-swarm", *no_swarm, "Walk the reference scope instead of drawing a scope per walk");
+    cmd->add_flag("--json", *json, "Print fuzz.json to stdout");
+    cmd->add_flag("--quiet", *quiet, "No progress line");
+    cmd->callback([=, &common] {
+        policy_or_throw(o->policy);
+        const auto slash = shard->find('/');
+        try {
+            if (slash == std::string::npos) throw std::invalid_argument("no slash");
+            o->shard_index = static_cast<std::uint32_t>(std::stoul(shard->substr(0, slash)));
+            o->shard_count = static_cast<std::uint32_t>(std::stoul(shard->substr(slash + 1)));
+        } catch (const std::exception&) {
+            throw sim::InputError("", "--shard", "expected i/n such as 0/4, got \"" + *shard + "\"");
+        }
+        if (o->shard_count == 0 || o->shard_index >= o->shard_count)
+            throw sim::InputError("", "--shard", "expected 0 <= i < n, got \"" + *shard + "\"");
+        if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
+        o->stop_at_first = !*keep_going;
+        o->swarm = !*no_swarm;
+        std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
+                     o->policy.c_str(), shard->c_str(), o->threads);
+        Progress progress(*quiet, "fuzz " + o->policy);
+        o->progress = [&](std::uint64_t walks) { progress.update(walks, o->walks, "walks"); };
+        const sim::FuzzReport r = sim::fuzz(*o);
+        progress.done();
+        const nlohmann::json j = sim::fuzz_json(r);
+        if (!out->empty()) {
+            sim::ensure_directory(*out);
+            sim::write_file_atomic(*out + "/fuzz.json", j.dump(2) + "\n");
+            if (!r.violations.empty()) write_counterexample(*out, r.violations.front().scope, o->policy, r.violations.front().counterexample);
+        }
+        if (*json) {
+            std::cout << j.dump(2) << "\n";
+        } else {
+            std::printf("walks=%llu steps=%llu seconds=%.2f violations=%zu\n", static_cast<unsigned long long>(r.walks),
+                        static_cast<unsigned long long>(r.steps), r.seconds, r.violations.size());
+            for (const sim::FoundViolation& v : r.violations)
+                std::printf("walk %llu violates %s (shrunk to %zu steps):\n%s", static_cast<unsigned long long>(v.walk), v.invariant.c_str(),
+                            v.counterexample.steps.size(), sim::format_counterexample(v.counterexample).c_str());
+        }
+        if (!r.violations.empty())
+            std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s --seed %llu --walks %llu --shard %s%s\n", o->policy.c_str(),
+                         static_cast<unsigned long long>(o->seed), static_cast<unsigned long long>(r.violations.front().walk / o->shard_count + 1),
+                         shard->c_str(), o->swarm ? "" : " --no-swarm");
+        common.exit_code = r.violations.empty() ? 0 : 1;
+    });
+}
+
+void register_merge(CLI::App& app, Common& common) {
+    auto files = std::make_shared<std::vector<std::string>>();
+    auto out = std::make_shared<std::string>();
+    auto* cmd = app.add_subcommand("merge", "Merge fuzz.json files from shards deterministically");
+    cmd->add_option("files", *files, "fuzz.json files")->required();
+    cmd->add_option("--out", *out, "Write the merged result here (default: stdout)");
+    cmd->callback([files, out, &common] {
+        std::vector<nlohmann::json> shards;
+        for (const std::string& f : *files) {
+            nlohmann::json j = sim::parse_json_text(sim::read_file(f), f);
+            if (!j.is_object() || j.value("kind", "") != "kvcheck.fuzz/1" || !j.contains("walks") || !j.contains("violations"))
+                throw sim::InputError(f, "/kind", "expected a kvcheck fuzz result (\"kind\": \"kvcheck.fuzz/1\")");
+            shards.push_back(std::move(j));
+        }
+        const nlohmann::json merged = sim::merge_fuzz_json(shards);
+        if (out->empty()) std::cout << merged.dump(2) << "\n";
+        else sim::write_file_atomic(*out, merged.dump(2) + "\n");
+        common.exit_code = merged["violations"].empty() ? 0 : 1;
+    });
+}
+
+}  // namespace kvcheck::cli
