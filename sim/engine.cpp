@@ -262,6 +262,7 @@ private:
         if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
             Tracking& t = tracking_[op.request];
             metrics_.io_wait.add(static_cast<double>(now_ - t.io_wait_start_ns) / 1e6);
+            metrics_.io_wait_us_total += (now_ - t.io_wait_start_ns) / 1000;
             timeline_.span(t.uid, "io_wait", t.io_wait_start_ns, now_);
             schedule(now_, EventKind::step, op.request, static_cast<std::uint32_t>(StepKind::lookup));
         }
@@ -316,6 +317,20 @@ private:
         if (out.admission_refused) ++metrics_.admission_refusals;
         metrics_.sample_memory(world_);
         timeline_.memory(now_, world_);
+        sample_series();
+    }
+
+    void sample_series() {
+        SeriesPoint p;
+        p.t_s = static_cast<double>(now_) / 1e9;
+        p.lookups = metrics_.lookups;
+        p.hits = metrics_.hits;
+        p.post_hit_fallbacks = metrics_.post_hit_fallbacks;
+        p.silent_corruptions = metrics_.silent_corruptions;
+        p.io_wait_us = metrics_.io_wait_us_total;
+        p.gpu_bytes = world_.bytes_by_form;
+        p.state_table_bytes = std::uint64_t{world_.live_segments} * model::kStateEntryBytes;
+        metrics_.series.offer(now_, p);
     }
 
     void count(const std::vector<model::Violation>& found) {

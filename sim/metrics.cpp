@@ -21,6 +21,18 @@ double Percentiles::at(double fraction) const {
     return static_cast<double>(values_us_[rank - 1]) / 1000.0;
 }
 
+void Series::offer(std::uint64_t now_ns, const SeriesPoint& point) {
+    if (now_ns < next_ns_) return;
+    if (points_.size() >= kMaxPoints) {
+        std::vector<SeriesPoint> kept;
+        for (std::size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);
+        points_.swap(kept);
+        interval_ns_ *= 2;
+    }
+    points_.push_back(point);
+    next_ns_ = now_ns + interval_ns_;
+}
+
 void Metrics::sample_memory(const model::World& w) {
     for (model::Form f : model::kAllForms) {
         const std::string name(model::form_name(f));
@@ -30,6 +42,27 @@ void Metrics::sample_memory(const model::World& w) {
     peak_bytes["gpu_total"] = std::max(peak_bytes["gpu_total"], w.gpu_used_bytes);
     peak_bytes["disk_total"] = std::max(peak_bytes["disk_total"], w.disk_used_bytes);
 }
+
+namespace {
+
+nlohmann::json series_json(const Series& series) {
+    nlohmann::json t = nlohmann::json::array(), lookups = t, hits = t, fallbacks = t, corruptions = t, io = t, table = t;
+    nlohmann::json forms = nlohmann::json::object();
+    for (const SeriesPoint& p : series.points()) {
+        t.push_back(p.t_s);
+        lookups.push_back(p.lookups);
+        hits.push_back(p.hits);
+        fallbacks.push_back(p.post_hit_fallbacks);
+        corruptions.push_back(p.silent_corruptions);
+        io.push_back(p.io_wait_us);
+        table.push_back(p.state_table_bytes);
+        for (model::Form f : model::kAllForms) forms[std::string(model::form_name(f))].push_back(p.gpu_bytes[static_cast<int>(f)]);
+    }
+    return {{"t_s", t}, {"lookups", lookups}, {"hits", hits}, {"post_hit_fallbacks", fallbacks}, {"silent_corruptions", corruptions},
+            {"io_wait_us", io}, {"state_table_bytes", table}, {"gpu_bytes_by_form", forms}};
+}
+
+}  // namespace
 
 std::uint64_t Metrics::total_violations() const {
     std::uint64_t n = 0;
@@ -85,6 +118,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"ttft_ms", {{"p50", m.ttft.at(0.5)}, {"p99", m.ttft.at(0.99)}}},
             {"io_wait_ms", {{"p50", m.io_wait.at(0.5)}, {"p99", m.io_wait.at(0.99)}, {"waits", m.io_wait.count()}}},
             {"memory_bytes", m.peak_bytes},
+            {"series", series_json(m.series)},
             {"events", m.events},
             {"event_bound_hit", m.event_bound_hit},
             {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},

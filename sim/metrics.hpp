@@ -39,6 +39,31 @@ private:
     mutable bool sorted_ = false;
 };
 
+// A bounded time series: one point per interval of simulated time; when full, every other point
+// is dropped and the interval doubles, so any run fits in kMaxPoints.
+struct SeriesPoint {
+    double t_s = 0;
+    std::uint64_t lookups = 0;          // cumulative
+    std::uint64_t hits = 0;
+    std::uint64_t post_hit_fallbacks = 0;
+    std::uint64_t silent_corruptions = 0;
+    std::uint64_t io_wait_us = 0;
+    std::array<std::uint64_t, model::kFormCount> gpu_bytes{};
+    std::uint64_t state_table_bytes = 0;
+};
+
+class Series {
+public:
+    static constexpr std::size_t kMaxPoints = 512;
+    void offer(std::uint64_t now_ns, const SeriesPoint& point);
+    const std::vector<SeriesPoint>& points() const { return points_; }
+
+private:
+    std::uint64_t interval_ns_ = 100'000'000;  // 100 ms to start with
+    std::uint64_t next_ns_ = 0;
+    std::vector<SeriesPoint> points_;
+};
+
 struct Metrics {
     std::uint64_t requests = 0;
     std::uint64_t lookups = 0;
@@ -64,6 +89,8 @@ struct Metrics {
     std::map<std::string, std::string> first_violation;  // invariant -> its first message
     Percentiles ttft;
     Percentiles io_wait;
+    std::uint64_t io_wait_us_total = 0;
+    Series series;
     std::map<std::string, std::uint64_t> peak_bytes;  // GPU by form, plus state_table, gpu_total, disk_total
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
