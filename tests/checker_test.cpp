@@ -1,46 +1,131 @@
-// Explorer tests: validated is clean at the small scope; every mutant is caught.
+// The exhaustive explorer: validated is clean at the bounded scopes, every mutant is caught with a
+// short counterexample that replays, and counterexamples round-trip through scenario files.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <filesystem>
 
+#include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
+#include "sim/engine.hpp"
+#include "sim/files.hpp"
 
 using namespace kvcheck;
 
-TEST(Explorer, ValidatedSmallScope) {
-    sim::Scope scope = sim::named_scope(std::getenv("SCOPE") ? std::getenv("SCOPE") : "small");
-    sim::ExploreOptions opts;
-    opts.max_seconds = std::getenv("SECS") ? std::atof(std::getenv("SECS")) : 60;
-    const auto report = sim::explore(scope, model::find_policy("validated")->defenses, opts);
-    std::cout << "states=" << report.states << " transitions=" << report.transitions << " depth=" << report.depth
-              << " s=" << report.seconds << " bound=" << report.bound_hit << " stuck=" << report.stuck_states << "\n";
-    if (report.counterexample) std::cout << sim::format_counterexample(*report.counterexample);
-    EXPECT_FALSE(report.counterexample.has_value());
+namespace {
+
+sim::ExploreReport explore(const std::string& scope, const std::string& policy, const std::string& target = "") {
+    sim::ExploreOptions options;
+    options.max_seconds = 300;
+    options.target = target;
+    return sim::explore(sim::named_scope(scope), model::find_policy(policy)->defenses, options);
 }
 
-TEST(Explorer, Mutants) {
-    sim::Scope scope = sim::named_scope(std::getenv("SCOPE") ? std::getenv("SCOPE") : "small");
-    for (const auto& p : model::policies()) {
-        if (p.name == "validated") continue;
-        sim::ExploreOptions opts;
-        opts.max_seconds = 20;
-        opts.target = p.breaks;
-        const auto report = sim::explore(scope, p.defenses, opts);
-        std::cout << p.name << ": states=" << report.states << " s=" << report.seconds;
-        if (report.counterexample) {
-            std::cout << " steps=" << report.counterexample->steps.size() << " first=" << report.counterexample->violations[0].invariant
-                      << " expected=" << p.breaks << " found=" << sim::violates(report.counterexample->violations, p.breaks) << "\n";
-        } else {
-            std::cout << " NOT DETECTED\n";
-        }
-    }
+}  // namespace
+
+// Proves validated violates nothing in any interleaving of the small scope, and no request is stuck.
+TEST(Explorer, ValidatedIsCleanAtTheSmallScope) {
+    const sim::ExploreReport r = explore("small", "validated");
+    EXPECT_TRUE(r.exhausted) << r.bound_hit;
+    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
+    EXPECT_EQ(r.stuck_states, 0u);
+    EXPECT_GT(r.states, 10'000u);
 }
 
-TEST(Explorer, Show) {
-    const char* name = std::getenv("POLICY");
-    if (name == nullptr) GTEST_SKIP();
-    sim::Scope scope = sim::named_scope(std::getenv("SCOPE") ? std::getenv("SCOPE") : "small");
-    sim::ExploreOptions opts;
-    const auto report = sim::explore(scope, model::find_policy(name)->defenses, opts);
-    if (report.counterexample) std::cout << sim::format_counterexample(*report.counterexample);
+// Proves the same at the documented reference scope (the figure in docs/checker.md).
+TEST(Explorer, ValidatedIsCleanAtTheReferenceScope) {
+    const sim::ExploreReport r = explore("reference", "validated");
+    EXPECT_TRUE(r.exhausted) << r.bound_hit;
+    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
+    EXPECT_EQ(r.stuck_states, 0u);
+}
+
+// Proves breadth-first search returns a shortest trail: a mutant caught at depth d has no
+// violating state at any smaller depth (checked by exploring with the depth bound d - 1).
+TEST(Explorer, CounterexamplesAreShortest) {
+    const sim::ExploreReport r = explore("reference", "no-revalidate", "RL3_toctou");
+    ASSERT_TRUE(r.counterexample.has_value());
+    sim::Scope shallower = sim::named_scope("reference");
+    shallower.max_depth = static_cast<std::uint32_t>(r.counterexample->steps.size() - 1);
+    sim::ExploreOptions options;
+    options.target = "RL3_toctou";
+    EXPECT_FALSE(sim::explore(shallower, model::find_policy("no-revalidate")->defenses, options).counterexample.has_value());
+}
+
+// Proves the strongly-connected-component pass runs on the stored graph (Boost.Graph) and that
+// the small scope has no unfinished terminal state.
+TEST(Explorer, LivenessAnalysisRuns) {
+    sim::ExploreOptions options;
+    options.keep_graph = true;
+    const sim::ExploreReport r = sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
+    EXPECT_TRUE(r.exhausted);
+    EXPECT_EQ(r.stuck_states, 0u);
+    EXPECT_EQ(r.nontrivial_sccs, 0u) << "a cycle of states means a request can loop without progress";
+}
+
+class MutantTest : public ::testing::TestWithParam<std::string> {};
+
+// Proves each mutant is caught at the reference scope with the invariant the policy table names,
+// and that the counterexample replays without the explorer to the same violation.
+TEST_P(MutantTest, IsCaughtWithAReplayableCounterexample) {
+    const model::PolicyInfo& p = *model::find_policy(GetParam());
+    const sim::ExploreReport r = explore("reference", p.name, p.breaks);
+    ASSERT_TRUE(r.counterexample.has_value()) << p.name << " was not detected";
+    EXPECT_LE(r.counterexample->steps.size(), 20u);
+    const sim::TrailResult replay = sim::replay_trail(sim::named_scope("reference"), p.defenses, r.counterexample->steps);
+    EXPECT_TRUE(replay.valid);
+    EXPECT_TRUE(sim::violates(replay.violations, p.breaks));
+    EXPECT_EQ(replay.violating_step + 1, r.counterexample->steps.size()) << "the violation is at the trail's last step";
+}
+
+std::vector<std::string> mutant_names() {
+    std::vector<std::string> names;
+    for (const model::PolicyInfo& p : model::policies())
+        if (p.name != "validated") names.push_back(p.name);
+    return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMutants, MutantTest, ::testing::ValuesIn(mutant_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                             std::string name = param.param;
+                             for (char& c : name)
+                                 if (c == '-') c = '_';
+                             return name;
+                         });
+
+// Proves a counterexample written as a steps-mode scenario is reproduced by the simulator entry
+// point alone, with the same invariant, and that the expect block turns it into a passing test.
+TEST(Counterexample, RoundTripsThroughAScenarioFile) {
+    const sim::ExploreReport r = explore("reference", "no-pin", "RL3_toctou");
+    ASSERT_TRUE(r.counterexample.has_value());
+    const std::string dir = ::testing::TempDir() + "/kvcheck-ce";
+    sim::ensure_directory(dir);
+    sim::Expectation expect;
+    expect.violates = {"RL3_toctou"};
+    const std::string path = dir + "/ce.json";
+    sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("reference"), "no-pin", r.counterexample->steps, "test", &expect).dump(2));
+    const sim::Scenario s = sim::load_scenario(path);
+    ASSERT_TRUE(s.steps_mode);
+    const sim::RunResult run = sim::run_scenario(s, {});
+    EXPECT_GT(run.metrics.invariant_violations.at("RL3_toctou"), 0u);
+    const sim::RunResult under_validated = sim::run_scenario(s, {"validated", 0, false, "", {}});
+    EXPECT_EQ(under_validated.metrics.invariant_violations.count("RL3_toctou"), 0u) << "the same steps are safe with every defense";
+}
+
+// Proves shrinking keeps a trail valid and violating while making it no longer.
+TEST(Counterexample, ShrinkingKeepsTheViolation) {
+    const sim::ExploreReport r = explore("reference", "no-graph-guard", "RL4_graph_topology");
+    ASSERT_TRUE(r.counterexample.has_value());
+    // Pad the shortest trail with extra enabled steps, then shrink it back.
+    sim::Counterexample padded = *r.counterexample;
+    model::World w = sim::initial_world(sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses);
+    std::vector<model::Step> enabled;
+    model::enabled_steps(w, model::kind_bit(model::StepKind::lookup), enabled);
+    padded.steps.insert(padded.steps.begin(), enabled.begin(), enabled.end());
+    const sim::Counterexample shrunk =
+        sim::shrink(sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses, padded, "RL4_graph_topology");
+    EXPECT_LE(shrunk.steps.size(), padded.steps.size());
+    const sim::TrailResult replay = sim::replay_trail(sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses, shrunk.steps);
+    EXPECT_TRUE(replay.valid);
+    EXPECT_TRUE(sim::violates(replay.violations, "RL4_graph_topology"));
+    EXPECT_NE(sim::counterexample_dot(shrunk).find("RL4_graph_topology"), std::string::npos);
 }

@@ -1,0 +1,77 @@
+// Random walks and swarm testing: verdicts depend only on the seeds, not on threads or shards.
+#include <gtest/gtest.h>
+
+#include "sim/check/walker.hpp"
+
+using namespace kvcheck;
+
+namespace {
+
+sim::FuzzReport run(const std::string& policy, std::uint32_t threads, std::uint32_t shard, std::uint32_t shards, bool keep_going) {
+    sim::FuzzOptions o;
+    o.policy = policy;
+    o.seed = 7;
+    o.walks = 2000;
+    o.threads = threads;
+    o.shard_index = shard;
+    o.shard_count = shards;
+    o.stop_at_first = !keep_going;
+    return sim::fuzz(o);
+}
+
+std::vector<std::pair<std::uint64_t, std::string>> verdicts(const sim::FuzzReport& r) {
+    std::vector<std::pair<std::uint64_t, std::string>> out;
+    for (const sim::FoundViolation& v : r.violations) out.emplace_back(v.walk, v.invariant);
+    return out;
+}
+
+}  // namespace
+
+// Proves validated survives swarm walks with every actor and fault.
+TEST(Fuzz, ValidatedSurvivesSwarmWalks) {
+    const sim::FuzzReport r = run("validated", 2, 0, 1, true);
+    EXPECT_EQ(r.walks, 2000u);
+    EXPECT_TRUE(r.violations.empty()) << sim::format_counterexample(r.violations.front().counterexample);
+}
+
+// Proves --threads 1 and --threads 2 give the same verdicts over the same seeds.
+TEST(Fuzz, ThreadCountDoesNotChangeVerdicts) {
+    const sim::FuzzReport one = run("no-pin", 1, 0, 1, true);
+    const sim::FuzzReport two = run("no-pin", 2, 0, 1, true);
+    ASSERT_FALSE(one.violations.empty()) << "no-pin must be caught by swarm walks";
+    EXPECT_EQ(verdicts(one), verdicts(two));
+}
+
+// Proves shards partition the walks and merge back to the single-process result.
+TEST(Fuzz, ShardsMergeToTheWholeRun) {
+    const sim::FuzzReport whole = run("no-pin", 1, 0, 1, true);
+    std::vector<nlohmann::json> shards;
+    for (std::uint32_t i = 0; i < 2; ++i) {
+        sim::FuzzOptions o;
+        o.policy = "no-pin";
+        o.seed = 7;
+        o.walks = 1000;
+        o.shard_index = i;
+        o.shard_count = 2;
+        o.stop_at_first = false;
+        shards.push_back(sim::fuzz_json(sim::fuzz(o)));
+    }
+    const nlohmann::json merged = sim::merge_fuzz_json(shards);
+    EXPECT_EQ(merged["walks"].get<std::uint64_t>(), whole.walks);
+    std::vector<std::uint64_t> walks;
+    for (const auto& v : merged["violations"]) walks.push_back(v["walk"].get<std::uint64_t>());
+    std::vector<std::uint64_t> expected;
+    for (const auto& v : whole.violations) expected.push_back(v.walk);
+    EXPECT_EQ(walks, expected);
+    EXPECT_EQ(sim::merge_fuzz_json({shards[1], shards[0]}).dump(), merged.dump()) << "merge order must not matter";
+}
+
+// Proves stop-at-first reports the lowest violating walk whatever the thread count.
+TEST(Fuzz, StopAtFirstIsDeterministic) {
+    const sim::FuzzReport one = run("shared-freelist", 1, 0, 1, false);
+    const sim::FuzzReport two = run("shared-freelist", 2, 0, 1, false);
+    ASSERT_EQ(one.violations.size(), 1u);
+    ASSERT_EQ(two.violations.size(), 1u);
+    EXPECT_EQ(one.violations[0].walk, two.violations[0].walk);
+    EXPECT_EQ(one.violations[0].counterexample.steps, two.violations[0].counterexample.steps);
+}
