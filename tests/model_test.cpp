@@ -34,12 +34,11 @@ constexpr std::uint8_t kIndexer = 3;  // indexer over c1
 constexpr std::uint8_t kLinear = 4;   // linear state, 32-token checkpoints
 
 World toy_world(std::string_view policy = "validated", std::uint64_t budget_bytes = 1 << 20,
-                Rollout rollout = Rollout::cross_request, bool capture_graphs = true) {
+                Rollout rollout = Rollout::cross_request) {
     const PolicyInfo* info = find_policy(policy);
     EXPECT_NE(info, nullptr) << policy;
     Limits limits;
     limits.gpu_budget_bytes = budget_bytes;
-    limits.capture_graphs = capture_graphs;
     return World(std::make_shared<ModelConfig>(*find_preset("toy")), info->defenses, limits, rollout);
 }
 
@@ -266,21 +265,24 @@ TEST(UncompressedTail, TailWithoutItsSegmentIsRefused) {
 }
 
 // The rolling tail: decode adds tail blocks at the current boundary, and when decode crosses a
-// segment boundary the new compressed segment replaces them and the request frees its own tails.
-// Graph capture is off here: with it on, validated raises RL4 on this very decode because the
-// tails are freed before the recapture (a model bug, reported separately).
+// segment boundary the new compressed segment replaces them and the request frees its own tails;
+// the tails were under the decode graph, so the graph is taken down and recaptured (RL4 holds).
 TEST(UncompressedTail, RollingTailFreedWhenDecodeCrossesSegmentBoundary) {
-    World w = toy_world("validated", 1 << 20, Rollout::cross_request, /*capture_graphs=*/false);
+    World w = toy_world();
     const std::uint32_t a = add(w, 1, ids(6), 96, 32);
     prefill(w, a);
     EXPECT_EQ(live_count(w, kC4, true), 2u);
+    const std::uint32_t folded = seg(w, kC4, 64, 80, true);
+    ASSERT_TRUE(w.graphs[a].live);
+    EXPECT_GT(w.segments[folded].graph_refs, 0u) << "the prompt's tail is part of the captured working set";
     ok(w, StepKind::decode, a);  // 96 -> 112: one more tail block at boundary 64
     EXPECT_EQ(w.requests[a].pos, 112u);
     EXPECT_EQ(live_count(w, kC4, true), 3u);
     const std::uint32_t newest = seg(w, kC4, 96, 112, true);
     ASSERT_NE(newest, kNone);
     EXPECT_EQ(w.segments[newest].anchor, 64u);
-    ok(w, StepKind::decode, a);  // 112 -> 128: the segment [64,128) is compressed
+    const StepOutcome fold = ok(w, StepKind::decode, a);  // 112 -> 128: the segment [64,128) is compressed
+    EXPECT_EQ(fold.recaptures, 1u);
     EXPECT_EQ(w.requests[a].pos, 128u);
     EXPECT_NE(seg(w, kC4, 64, 128), kNone);
     EXPECT_EQ(live_count(w, kC4, true), 0u) << "the rolling tail is freed once folded into a segment";
