@@ -15,6 +15,7 @@ void register_presets(CLI::App& app, Common& common);
 void register_policies(CLI::App& app, Common& common);
 void register_replay(CLI::App& app, Common& common);
 void register_trace(CLI::App& app, Common& common);
+void register_bench(CLI::App& app, Common& common);
 void register_run(CLI::App& app, Common& common);
 void register_compare(CLI::App& app, Common& common);
 void register_validate(CLI::App& app, Common& common);
@@ -22,5 +23,6 @@ void register_check(CLI::App& app, Common& common);
 void register_fuzz(CLI::App& app, Common& common);
 void register_merge(CLI::App& app, Common& common);
 void register_mutants(CLI::App& app, Common& common);
+void register_report(CLI::App& app, Common& common);
 
 }  // namespace kvcheck::cli

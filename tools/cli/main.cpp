@@ -17,10 +17,12 @@ int main(int argc, char** argv) {
     kvcheck::cli::register_fuzz(app, common);
     kvcheck::cli::register_merge(app, common);
     kvcheck::cli::register_mutants(app, common);
+    kvcheck::cli::register_report(app, common);
     kvcheck::cli::register_presets(app, common);
     kvcheck::cli::register_policies(app, common);
     kvcheck::cli::register_replay(app, common);
     kvcheck::cli::register_trace(app, common);
+    kvcheck::cli::register_bench(app, common);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -14,6 +14,7 @@
 #include "sim/engine.hpp"
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
+#include "sim/report_html.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
 
@@ -30,6 +31,7 @@ struct RunArgs {
     std::string junit;
     bool json = false;
     bool quiet = false;
+    bool html = false;
 };
 
 struct CaseResult {
@@ -106,6 +108,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     const nlohmann::json report = sim::report_json(result.info, result.metrics);
     const std::string out_dir = !args.out.empty() ? (in_suite ? args.out + "/" + c.name : args.out) : "";
     if (!out_dir.empty()) write_outputs(out_dir, result, report);
+    if (!out_dir.empty() && args.html) sim::write_report_html(out_dir, out_dir + "/report.html");
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
     if (args.json) std::cout << report.dump(2) << "\n";
@@ -318,6 +321,7 @@ void register_run(CLI::App& app, Common& common) {
     cmd->add_option("--junit", args->junit, "Write JUnit XML (one test case per scenario)");
     cmd->add_flag("--json", args->json, "Print report.json to stdout");
     cmd->add_flag("--quiet", args->quiet, "No summary and no progress line");
+    cmd->add_flag("--html", args->html, "Also write report.html next to report.json")->needs("--out");
     cmd->callback([args, &common] {
         if (!args->policy.empty() && model::find_policy(args->policy) == nullptr)
             throw sim::InputError("", "--policy", "unknown policy \"" + args->policy + "\" (known: " + model::policy_names() + ")");
