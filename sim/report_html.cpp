@@ -283,7 +283,11 @@ std::string cell_corruptions(const NamedReport& nr, const Scales& s) {
                                                               svg::nice_ceiling(s.corruptions_max, Unit::count), Unit::count)
                                             : "";
     const json& examples = r["corruption_examples"];
-    if (examples.empty()) return figure("Silent corruptions", out + "<p class=\"empty\">None: every resume read ground-truth content.</p>");
+    if (number(r, "silent_corruptions") == 0)
+        return figure("Silent corruptions", out + "<p class=\"empty\">None: every resume read ground-truth content.</p>");
+    if (examples.empty())  // steps-mode runs count corruptions without explaining them
+        return figure("Silent corruptions", out + "<p class=\"empty\">" + svg::format_value(number(r, "silent_corruptions"), Unit::count) +
+                                                    " silent corruptions; this report explains none (see the invariant violations).</p>");
     // Examples that differ only in the request are one row listing every such request.
     std::vector<std::pair<std::string, std::string>> rows;  // (explanation cells, requests)
     for (const json& c : examples) {

@@ -1,0 +1,194 @@
+// report.html: rendered from real runs of scenarios/quickstart.json through the kvcheck binary, it is
+// self-contained, well formed, deterministic and shows every chart; bad run folders exit 2 with one
+// line; and, where /usr/bin/chromium exists, a headless browser draws every chart without an error.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "sim/input_error.hpp"
+#include "sim/report_html.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBinary = KVCHECK_BINARY;
+const std::string kSource = KVCHECK_SOURCE_DIR;
+const char* kChromium = "/usr/bin/chromium";
+
+std::string fresh_dir(const std::string& tag) {
+    std::string pattern = (fs::temp_directory_path() / ("kvcheck-report-" + tag + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    return pattern;
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct Outcome {
+    int code = -1;
+    std::string err;
+};
+
+// Runs a shell command with stderr captured; returns the exit code.
+Outcome run(const std::string& command, const std::string& scratch) {
+    const std::string err = scratch + "/stderr.txt";
+    const int status = std::system((command + " >" + scratch + "/stdout.txt 2>" + err).c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+    return n;
+}
+
+std::size_t lines(const std::string& text) { return count(text, "\n") + (text.empty() || text.back() == '\n' ? 0 : 1); }
+
+// One `kvcheck compare` of the quickstart (naive vs validated), shared by the tests below.
+class ReportTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        scratch_ = fresh_dir("scratch");
+        compare_ = fresh_dir("compare");
+        const Outcome o = run(kBinary + " compare " + kSource + "/scenarios/quickstart.json --quiet --out " + compare_, scratch_);
+        ASSERT_EQ(o.code, 0) << o.err;
+        const Outcome r = run(kBinary + " report " + compare_, scratch_);
+        ASSERT_EQ(r.code, 0) << r.err;
+        html_ = slurp(compare_ + "/report.html");
+    }
+    static void TearDownTestSuite() {
+        fs::remove_all(scratch_);
+        fs::remove_all(compare_);
+    }
+    static inline std::string scratch_;
+    static inline std::string compare_;
+    static inline std::string html_;
+};
+
+}  // namespace
+
+// The compare page is one well-formed, self-contained document with both policies side by side.
+TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
+    ASSERT_FALSE(html_.empty());
+    EXPECT_EQ(html_.rfind("<!DOCTYPE html>", 0), 0u);
+    EXPECT_NE(html_.find("</html>"), std::string::npos);
+    for (const char* tag : {"svg", "table", "figure", "div", "script", "p", "h2", "h3"}) {
+        const std::string open = "<" + std::string(tag);
+        std::size_t opens = 0;
+        for (const char* follow : {" ", ">"}) opens += count(html_, open + follow);
+        EXPECT_EQ(opens, count(html_, "</" + std::string(tag) + ">")) << "unbalanced <" << tag << ">";
+    }
+    // Nothing is fetched: no external script, style, font or image; the only URL is the SVG namespace.
+    for (const char* external : {"<link", "@import", "url(", " src=", "<img", "<iframe"}) EXPECT_EQ(count(html_, external), 0u) << external;
+    EXPECT_EQ(count(html_, "http"), count(html_, "http://www.w3.org/2000/svg"));
+    EXPECT_EQ(count(html_, "<table class=\"comparison\">"), 1u);
+    EXPECT_NE(html_.find("<h3>naive</h3>"), std::string::npos);
+    EXPECT_NE(html_.find("<h3>validated</h3>"), std::string::npos);
+    EXPECT_NE(html_.find("--columns:2"), std::string::npos);
+    for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Misses", "Memory", "Latency", "Silent corruptions", "Invariants", "Counters"})
+        EXPECT_EQ(count(html_, "<h2>" + std::string(row) + "</h2>"), 1u) << row;
+    // Ten charts per policy: rates, verdicts, misses, GPU memory, offloaded bytes, TTFT, I/O wait,
+    // summed I/O wait, silent corruptions over time (naive has some) and invariant violations.
+    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 20u);
+    EXPECT_NE(html_.find("No silent corruption, no invariant violated"), std::string::npos);  // validated
+    EXPECT_NE(html_.find("OR1_ground_truth"), std::string::npos);                             // naive's explained corruptions
+    EXPECT_NE(html_.find("report.json keeps the p50 and p99"), std::string::npos);
+}
+
+// Same reports, same bytes: rendering again, or rendering a second identical compare run, changes nothing.
+TEST_F(ReportTest, OutputIsDeterministic) {
+    const std::vector<kvcheck::sim::NamedReport> reports = kvcheck::sim::load_run_reports(compare_);
+    ASSERT_EQ(reports.size(), 2u);
+    EXPECT_EQ(reports[0].name, "naive");
+    EXPECT_EQ(kvcheck::sim::report_html(reports), html_);
+    const std::string again = fresh_dir("again");
+    ASSERT_EQ(run(kBinary + " compare " + kSource + "/scenarios/quickstart.json --quiet --out " + again, scratch_).code, 0);
+    ASSERT_EQ(run(kBinary + " report " + again + " -o " + again + "/page.html", scratch_).code, 0);
+    EXPECT_EQ(slurp(again + "/page.html"), html_);
+    fs::remove_all(again);
+}
+
+// `run --html` writes report.html next to report.json: one column, no comparison table.
+TEST_F(ReportTest, RunHtmlWritesASingleColumnPage) {
+    const std::string out = fresh_dir("run");
+    const Outcome o = run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html --out " + out, scratch_);
+    ASSERT_EQ(o.code, 0) << o.err;
+    const std::string page = slurp(out + "/report.html");
+    EXPECT_NE(page.find("--columns:1"), std::string::npos);
+    EXPECT_EQ(count(page, "<table class=\"comparison\">"), 0u);
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), 9u);  // validated has no corruption, so no corruption curve
+    EXPECT_EQ(run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html", scratch_).code, 2);  // --html needs --out
+    fs::remove_all(out);
+}
+
+// A steps-mode run has no time series: the page says so instead of drawing empty axes.
+TEST_F(ReportTest, StepsModeRunRendersWithoutSeries) {
+    const std::string out = fresh_dir("steps");
+    ASSERT_EQ(run(kBinary + " run " + kSource + "/scenarios/regress/naive.json --quiet --out " + out, scratch_).code, 0);
+    ASSERT_EQ(run(kBinary + " report " + out, scratch_).code, 0);
+    const std::string page = slurp(out + "/report.html");
+    EXPECT_NE(page.find("No time series in this report"), std::string::npos);
+    EXPECT_NE(page.find("this report explains none"), std::string::npos);
+    fs::remove_all(out);
+}
+
+// Bad input is one line on stderr and exit code 2, naming the file and the place.
+TEST_F(ReportTest, BadRunFoldersExitTwoWithOneLine) {
+    const std::string bad = fresh_dir("bad");
+    const auto expect_input_error = [&](const std::string& dir, const std::string& mention) {
+        const Outcome o = run(kBinary + " report " + dir, scratch_);
+        EXPECT_EQ(o.code, 2) << dir;
+        EXPECT_EQ(lines(o.err), 1u) << o.err;
+        EXPECT_NE(o.err.find(mention), std::string::npos) << o.err;
+    };
+    expect_input_error(bad + "/missing", "no such folder");
+    expect_input_error(bad, "no report.json here or in its subfolders");
+    const std::string good = slurp(compare_ + "/validated/report.json");
+    const auto write = [&](const std::string& name, const std::string& text) {
+        fs::create_directories(bad + "/" + name);
+        std::ofstream(bad + "/" + name + "/report.json") << text;
+        return bad + "/" + name;
+    };
+    expect_input_error(write("broken", good.substr(0, good.size() / 2)), "report.json:");
+    expect_input_error(write("empty", ""), "invalid JSON");
+    expect_input_error(write("shape", std::regex_replace(good, std::regex("\"verdicts\""), "\"verdict_counts\"")), "/verdicts: missing");
+    expect_input_error(write("type", std::regex_replace(good, std::regex("\"hit_rate\": [0-9.e-]+"), "\"hit_rate\": \"high\"")),
+                       "/hit_rate: expected a number");
+    expect_input_error(write("schema", std::regex_replace(good, std::regex("\"schema_version\": 1"), "\"schema_version\": 99")),
+                       "/schema_version: report schema 99");
+    EXPECT_THROW(kvcheck::sim::load_run_reports(bad + "/type"), kvcheck::sim::InputError);
+    fs::remove_all(bad);
+}
+
+// Headless Chromium lays out every chart and the page records no script or console error.
+TEST_F(ReportTest, HeadlessChromiumDrawsEveryChart) {
+    if (!fs::exists(kChromium)) GTEST_SKIP() << kChromium << " not found: install the Debian package chromium to run this check";
+    const std::string profile = fresh_dir("chromium-profile");
+    const std::string flags = " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+                              " --disable-component-update --disable-sync --enable-logging=stderr --v=0 --user-data-dir=" + profile;
+    const Outcome o = run("timeout 120 " + std::string(kChromium) + flags + " --dump-dom file://" + compare_ + "/report.html", scratch_);
+    fs::remove_all(profile);
+    ASSERT_EQ(o.code, 0) << o.err;
+    const std::string dom = slurp(scratch_ + "/stdout.txt");
+    const std::size_t charts = count(html_, "<svg class=\"chart\"");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(dom, m, std::regex("<body data-charts-drawn=\"([0-9]+)\" data-page-errors=\"([0-9]+)\"")))
+        << "the page's check script did not run";
+    EXPECT_EQ(std::stoul(m[1].str()), charts);
+    EXPECT_EQ(m[2].str(), "0") << dom.substr(dom.find("id=\"page-errors\""), 400);
+    EXPECT_EQ(count(dom, "data-drawn=\"1\""), charts);
+    EXPECT_EQ(count(o.err, "Uncaught"), 0u) << o.err;
+}
