@@ -181,10 +181,17 @@ void slide(World& w, std::uint32_t r, StepOutcome& out) {
 }
 
 std::uint32_t add_io(World& w, const IoOp& op) {
-    auto slot = std::find_if(w.io.begin(), w.io.end(), [](const IoOp& o) { return !o.live; });
-    if (slot == w.io.end()) slot = w.io.insert(w.io.end(), op);
-    else *slot = op;
-    return static_cast<std::uint32_t>(slot - w.io.begin());
+    if (w.free_io.empty()) {
+        w.io.push_back(op);
+        return static_cast<std::uint32_t>(w.io.size() - 1);
+    }
+    // The lowest free slot, so that ids stay canonical for the explorer's state hashing.
+    const auto lowest = std::min_element(w.free_io.begin(), w.free_io.end());
+    const std::uint32_t id = *lowest;
+    *lowest = w.free_io.back();
+    w.free_io.pop_back();
+    w.io[id] = op;
+    return id;
 }
 
 void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
@@ -342,6 +349,7 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
     IoOp& op = w.io[op_id];
     Segment& s = w.segments[op.segment];
     op.live = false;
+    w.free_io.push_back(op_id);
     const std::uint64_t bytes = w.bytes_of(s);
     if (op.kind == IoKind::offload) {
         if (ok) {

@@ -144,7 +144,7 @@ private:
         if (!model::enabled(world_, step)) return false;
         const std::string what = model::describe(world_, step);
         after(model::apply(world_, step));
-        ++metrics_.faults[std::string(fault_name(fault))];
+        ++metrics_.faults[static_cast<std::size_t>(fault)];
         timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
         if (exporter_) exporter_->note_fault(world_, step, fault, what);
         return true;
@@ -251,7 +251,7 @@ private:
         if (!op.live) return;
         const StepKind kind = faults_.io_outcome(op);
         if (kind != StepKind::io_complete) {
-            ++metrics_.faults[kind == StepKind::io_fail ? "F2" : "F9"];
+            ++metrics_.faults[static_cast<std::size_t>(kind == StepKind::io_fail ? FaultClass::F2 : FaultClass::F9)];
             timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_,
                               model::describe(world_, {kind, op_id, 0}));
         }
@@ -296,7 +296,7 @@ private:
         if (tier.jitter_us > 0) ns += io_rng_.below(tier.jitter_us * 1000 + 1);
         const std::uint64_t late = faults_.late_io_ns(op);
         if (late > 0) {
-            ++metrics_.faults["F4"];
+            ++metrics_.faults[static_cast<std::size_t>(FaultClass::F4)];
             timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
         }
         return ns + late;
@@ -312,7 +312,7 @@ private:
             if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
             schedule(now_ + io_delay_ns(world_.io[op]), EventKind::io_done, op, 0);
         }
-        for (const model::Eviction& e : out.evicted) ++metrics_.evictions[std::string(model::form_name(e.form))];
+        for (const model::Eviction& e : out.evicted) ++metrics_.evictions[static_cast<std::size_t>(e.form)];
         metrics_.recaptures += out.recaptures;
         if (out.admission_refused) ++metrics_.admission_refusals;
         metrics_.sample_memory(world_);

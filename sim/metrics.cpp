@@ -34,16 +34,36 @@ void Series::offer(std::uint64_t now_ns, const SeriesPoint& point) {
 }
 
 void Metrics::sample_memory(const model::World& w) {
-    for (model::Form f : model::kAllForms) {
-        const std::string name(model::form_name(f));
-        peak_bytes[name] = std::max(peak_bytes[name], w.bytes_by_form[static_cast<int>(f)]);
-    }
-    peak_bytes["state_table"] = std::max(peak_bytes["state_table"], std::uint64_t{w.live_segments} * model::kStateEntryBytes);
-    peak_bytes["gpu_total"] = std::max(peak_bytes["gpu_total"], w.gpu_used_bytes);
-    peak_bytes["disk_total"] = std::max(peak_bytes["disk_total"], w.disk_used_bytes);
+    for (int f = 0; f < model::kFormCount; ++f) peak_form_bytes[f] = std::max(peak_form_bytes[f], w.bytes_by_form[f]);
+    peak_state_table_bytes = std::max(peak_state_table_bytes, std::uint64_t{w.live_segments} * model::kStateEntryBytes);
+    peak_gpu_bytes = std::max(peak_gpu_bytes, w.gpu_used_bytes);
+    peak_disk_bytes = std::max(peak_disk_bytes, w.disk_used_bytes);
 }
 
 namespace {
+
+std::map<std::string, std::uint64_t> by_form(const std::array<std::uint64_t, model::kFormCount>& counts) {
+    std::map<std::string, std::uint64_t> out;
+    for (model::Form f : model::kAllForms)
+        if (counts[static_cast<int>(f)] > 0) out[std::string(model::form_name(f))] = counts[static_cast<int>(f)];
+    return out;
+}
+
+std::map<std::string, std::uint64_t> by_fault(const std::array<std::uint64_t, kFaultClassCount>& counts) {
+    std::map<std::string, std::uint64_t> out;
+    for (int k = 0; k < kFaultClassCount; ++k)
+        if (counts[k] > 0) out[std::string(fault_name(static_cast<FaultClass>(k)))] = counts[k];
+    return out;
+}
+
+std::map<std::string, std::uint64_t> peaks(const Metrics& m) {
+    std::map<std::string, std::uint64_t> out;
+    for (model::Form f : model::kAllForms) out[std::string(model::form_name(f))] = m.peak_form_bytes[static_cast<int>(f)];
+    out["state_table"] = m.peak_state_table_bytes;
+    out["gpu_total"] = m.peak_gpu_bytes;
+    out["disk_total"] = m.peak_disk_bytes;
+    return out;
+}
 
 nlohmann::json series_json(const Series& series) {
     nlohmann::json t = nlohmann::json::array(), lookups = t, hits = t, fallbacks = t, corruptions = t, io = t, table = t;
@@ -109,15 +129,15 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"offloads", m.offloads},
             {"loads", m.loads},
             {"load_failures", m.load_failures},
-            {"evictions", m.evictions},
-            {"faults_injected", m.faults},
+            {"evictions", by_form(m.evictions)},
+            {"faults_injected", by_fault(m.faults)},
             {"silent_corruptions", m.silent_corruptions},
             {"corruption_examples", corruptions},
             {"invariant_violations", violations},
             {"first_violations", m.first_violation},
             {"ttft_ms", {{"p50", m.ttft.at(0.5)}, {"p99", m.ttft.at(0.99)}}},
             {"io_wait_ms", {{"p50", m.io_wait.at(0.5)}, {"p99", m.io_wait.at(0.99)}, {"waits", m.io_wait.count()}}},
-            {"memory_bytes", m.peak_bytes},
+            {"memory_bytes", peaks(m)},
             {"series", series_json(m.series)},
             {"events", m.events},
             {"event_bound_hit", m.event_bound_hit},
@@ -155,7 +175,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         for (const auto& [reason, count] : reasons)
             out << "kvcheck_miss_reasons_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << count << "\n";
     out << "# HELP kvcheck_evictions_total Evictions per form.\n# TYPE kvcheck_evictions_total counter\n";
-    for (const auto& [form, count] : m.evictions)
+    for (const auto& [form, count] : by_form(m.evictions))
         out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\"} " << count << "\n";
     out << "# HELP kvcheck_invariant_violations_total Invariant violations by name.\n"
            "# TYPE kvcheck_invariant_violations_total counter\n";
@@ -163,7 +183,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         out << "kvcheck_invariant_violations_total{" << policy << ",invariant=\"" << name << "\"} " << count << "\n";
     out << "# HELP kvcheck_memory_peak_bytes Peak bytes per form (GPU), state table and tiers.\n"
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
-    for (const auto& [form, bytes] : m.peak_bytes)
+    for (const auto& [form, bytes] : peaks(m))
         out << "kvcheck_memory_peak_bytes{" << policy << ",form=\"" << form << "\"} " << bytes << "\n";
     gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));
     gauge("ttft_p99_ms", "99th percentile time to first token (ms).", m.ttft.at(0.99));

@@ -81,8 +81,8 @@ struct Metrics {
     std::uint64_t offloads = 0;
     std::uint64_t loads = 0;
     std::uint64_t load_failures = 0;
-    std::map<std::string, std::uint64_t> evictions;  // by form
-    std::map<std::string, std::uint64_t> faults;     // by class, injected
+    std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
+    std::array<std::uint64_t, kFaultClassCount> faults{};      // injected, by class
     std::uint64_t silent_corruptions = 0;            // resumes whose output would be wrong
     std::vector<Corruption> corruption_examples;     // the first few, explained
     std::map<std::string, std::uint64_t> invariant_violations;
@@ -91,7 +91,10 @@ struct Metrics {
     Percentiles io_wait;
     std::uint64_t io_wait_us_total = 0;
     Series series;
-    std::map<std::string, std::uint64_t> peak_bytes;  // GPU by form, plus state_table, gpu_total, disk_total
+    std::array<std::uint64_t, model::kFormCount> peak_form_bytes{};  // GPU by form (on_disk_prefix: disk)
+    std::uint64_t peak_state_table_bytes = 0;
+    std::uint64_t peak_gpu_bytes = 0;
+    std::uint64_t peak_disk_bytes = 0;
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
