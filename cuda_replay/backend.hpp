@@ -56,7 +56,11 @@ public:
     virtual std::unique_ptr<Session> open(const TinyModel& model, int capacity) const = 0;
 };
 
+// The CPU reference (fast path; see cpu_backend.cpp).
 std::unique_ptr<Backend> make_cpu_backend();
+// The same arithmetic calling the kernel_math.hpp functions one result at a time, exactly as the
+// CUDA kernels do: slow; tests check that make_cpu_backend() agrees with it bit for bit.
+std::unique_ptr<Backend> make_cpu_scalar_backend();
 
 // "cpu" or "cuda". Returns null and sets `why` when the backend is unknown, was not built
 // ("built without CUDA") or has no device.

@@ -1,11 +1,41 @@
 // CPU reference backend: fp32 throughout, the fixed split-size reductions of kernel_math.hpp, and
 // no multiply-add contraction (-ffp-contract=off). A chunk is processed layer by layer, in the
 // same order of operations as the CUDA kernels.
+//
+// Two implementations of the same arithmetic:
+// - scalar (make_cpu_scalar_backend): calls the kernel_math.hpp functions exactly as the CUDA
+//   kernels do, one (query, head, split) at a time. Slow, obviously equal to the GPU's order.
+// - fast (make_cpu_backend, the default): the same operations on the same operands in the same
+//   order per result, laid out so the compiler can run independent results in SIMD lanes. Keys
+//   are mirrored transposed ([feature][row]) so the 64 scores of a split are 64 lanes, each one
+//   the sequential 16-term dot of the scalar path; every score is computed once (the scalar path
+//   computes it twice, for the max and for the weight); exp runs over the 64 lanes (kernel_math's
+//   exp_portable is branch-free for this); the weighted sums stay sequential over the entries of
+//   a split, with the 16 dimensions of a head as lanes and both heads in one pass; projections
+//   use transposed weights so the 32 (or 256) outputs are lanes of sequential dots. No result is
+//   reassociated, so the two paths agree bit for bit (tests/replay_test.cpp checks it). The hot
+//   functions are compiled for AVX-512, AVX2 and baseline x86-64 and picked at run time; vector
+//   width never changes an IEEE result, and -ffp-contract=off holds in every clone.
 #include "cuda_replay/backend.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "model/core.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define KV_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KV_CPU_CLONES
+#endif
+// Helpers of the cloned functions are inlined into each clone, so they are compiled for its target.
+#if defined(__GNUC__)
+#define KV_CPU_INLINE inline __attribute__((always_inline))
+#else
+#define KV_CPU_INLINE inline
+#endif
 
 namespace kvcheck::replay {
 
@@ -31,9 +61,273 @@ bool same_shape(const CacheState& a, const CacheState& b) {
 float* row(std::vector<float>& v, int index) { return v.data() + static_cast<std::ptrdiff_t>(index) * kModel; }
 const float* row(const std::vector<float>& v, int index) { return v.data() + static_cast<std::ptrdiff_t>(index) * kModel; }
 
+// ---- fast path ----
+
+// Keys mirrored feature-major: column(f)[r] is feature f of row r. kSplitEntries zero columns
+// follow the last row, so a split's 64 lanes can always be loaded whole.
+struct KeysT {
+    std::vector<float> data;
+    std::size_t stride = 0;
+
+    void reset(std::size_t rows) {
+        stride = rows + kSplitEntries;
+        data.assign(stride * kModel, 0.0f);
+    }
+    void put(int r, const float* k) {
+        for (int f = 0; f < kModel; ++f) data[static_cast<std::size_t>(f) * stride + static_cast<std::size_t>(r)] = k[f];
+    }
+    void rebuild(const std::vector<float>& rows) {
+        reset(rows.size() / kModel);
+        for (std::size_t r = 0; r < rows.size() / kModel; ++r) put(static_cast<int>(r), rows.data() + r * kModel);
+    }
+    const float* column(int feature) const { return data.data() + static_cast<std::size_t>(feature) * stride; }
+};
+
+// Consecutive entries [row, row + n) of one array: transposed keys and row-major values.
+struct Run {
+    const KeysT* keys = nullptr;
+    const float* values = nullptr;  // [row][kModel]
+    int row = 0;
+    int n = 0;
+};
+
+// One split: at most kSplitEntries entries from at most two runs (a full layer's split may span
+// the last compressed entries and the first raw rows).
+struct Split {
+    Run part[2];
+    int parts = 0;
+    int n = 0;
+};
+
+// The splits of the entry list made of `a` followed by `b`, appended in split order.
+void split_runs(const Run& a, const Run& b, std::vector<Split>& out) {
+    const int total = a.n + b.n;
+    for (int begin = 0; begin < total; begin += kSplitEntries) {
+        const int end = std::min(begin + kSplitEntries, total);
+        Split s;
+        s.n = end - begin;
+        if (begin < a.n) s.part[s.parts++] = Run{a.keys, a.values, a.row + begin, std::min(end, a.n) - begin};
+        if (end > a.n) {
+            const int from = std::max(begin, a.n) - a.n;
+            s.part[s.parts++] = Run{b.keys, b.values, b.row + from, end - a.n - from};
+        }
+        out.push_back(s);
+    }
+}
+
+// 16 floats as one value: element-wise IEEE operations the compiler maps to whatever vector width
+// the clone's target has (4 SSE registers by default). Loads and stores go through memcpy.
+#if defined(__GNUC__)
+typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
+#define KV_HAVE_LANES 1
+#endif
+
+// Scores of 64 consecutive rows starting at `first` for one head: lane e is
+// dot(q_head, k[first + e] + head * kHeadDim, kHeadDim) * kScoreScale, summed in the same order.
+KV_CPU_INLINE void lane_scores(const float* q_head, const KeysT& keys, int head, int first, float* out) {
+#if defined(KV_HAVE_LANES)
+    constexpr int kBlocks = kSplitEntries / 16;
+    Lanes s[kBlocks];
+    for (int b = 0; b < kBlocks; ++b) s[b] = Lanes{} * 0.0f;
+    for (int i = 0; i < kHeadDim; ++i) {
+        const float qi = q_head[i];
+        const float* column = keys.column(head * kHeadDim + i) + first;
+        for (int b = 0; b < kBlocks; ++b) {
+            Lanes k;
+            std::memcpy(&k, column + 16 * b, sizeof k);
+            s[b] = s[b] + qi * k;
+        }
+    }
+    for (int b = 0; b < kBlocks; ++b) {
+        const Lanes scaled = s[b] * kScoreScale;
+        std::memcpy(out + 16 * b, &scaled, sizeof scaled);
+    }
+#else
+    float s[kSplitEntries];
+    for (int e = 0; e < kSplitEntries; ++e) s[e] = 0.0f;
+    for (int i = 0; i < kHeadDim; ++i) {
+        const float qi = q_head[i];
+        const float* column = keys.column(head * kHeadDim + i) + first;
+        for (int e = 0; e < kSplitEntries; ++e) s[e] = s[e] + qi * column[e];
+    }
+    for (int e = 0; e < kSplitEntries; ++e) out[e] = s[e] * kScoreScale;
+#endif
+}
+
+// The maximum of sc[0, n). Its value does not depend on the order it is taken in (scores are
+// finite; only the sign of a zero maximum could differ, and neither s - m nor exp sees that).
+KV_CPU_INLINE float lane_max(float* sc, int n) {
+    for (int e = n; e < kSplitEntries; ++e) sc[e] = -std::numeric_limits<float>::infinity();
+#if defined(KV_HAVE_LANES)
+    Lanes m;
+    std::memcpy(&m, sc, sizeof m);
+    for (int e = 16; e < kSplitEntries; e += 16) {
+        Lanes x;
+        std::memcpy(&x, sc + e, sizeof x);
+        m = x > m ? x : m;
+    }
+    float lanes[16];
+    std::memcpy(lanes, &m, sizeof lanes);
+#else
+    float lanes[16];
+    for (int l = 0; l < 16; ++l) lanes[l] = sc[l];
+    for (int e = 16; e < kSplitEntries; e += 16)
+        for (int l = 0; l < 16; ++l) lanes[l] = sc[e + l] > lanes[l] ? sc[e + l] : lanes[l];
+#endif
+    float max = lanes[0];
+    for (int l = 1; l < 16; ++l) max = lanes[l] > max ? lanes[l] : max;
+    return max;
+}
+
+// The Partial of one split for both heads: the same values attend_split computes, head by head.
+KV_CPU_INLINE void split_partials(const float* q, const Split& sp, Partial* out /* [kHeads] */) {
+    alignas(64) float w[kHeads][kSplitEntries];
+    for (int head = 0; head < kHeads; ++head) {
+        float* sc = w[head];
+        const float* q_head = q + head * kHeadDim;
+        lane_scores(q_head, *sp.part[0].keys, head, sp.part[0].row, sc);
+        if (sp.parts == 2) {
+            alignas(64) float second[kSplitEntries];
+            lane_scores(q_head, *sp.part[1].keys, head, sp.part[1].row, second);
+            const int offset = sp.part[0].n;
+            for (int e = 0; e < sp.part[1].n; ++e) sc[offset + e] = second[e];
+        }
+        const float m = lane_max(sc, sp.n);
+        out[head].max = m;
+        for (int e = 0; e < kSplitEntries; ++e) sc[e] = exp_portable(sc[e] - m);
+    }
+    // Sequential over the entries, as attend_split: the 16 dimensions of a head are the lanes.
+    float sum0 = 0.0f;
+    float sum1 = 0.0f;
+    int e = 0;
+#if defined(KV_HAVE_LANES)
+    static_assert(kHeadDim == 16, "one Lanes value per head");
+    Lanes acc0 = Lanes{} * 0.0f;
+    Lanes acc1 = acc0;
+    for (int p = 0; p < sp.parts; ++p) {
+        const Run& run = sp.part[p];
+        const float* v = run.values + static_cast<std::size_t>(run.row) * kModel;
+        for (int i = 0; i < run.n; ++i, ++e, v += kModel) {
+            const float w0 = w[0][e];
+            const float w1 = w[1][e];
+            sum0 = sum0 + w0;
+            sum1 = sum1 + w1;
+            Lanes v0;
+            Lanes v1;
+            std::memcpy(&v0, v, sizeof v0);
+            std::memcpy(&v1, v + kHeadDim, sizeof v1);
+            acc0 = acc0 + w0 * v0;
+            acc1 = acc1 + w1 * v1;
+        }
+    }
+    std::memcpy(out[0].acc, &acc0, sizeof acc0);
+    std::memcpy(out[1].acc, &acc1, sizeof acc1);
+#else
+    float acc0[kHeadDim];
+    float acc1[kHeadDim];
+    for (int d = 0; d < kHeadDim; ++d) acc0[d] = acc1[d] = 0.0f;
+    for (int p = 0; p < sp.parts; ++p) {
+        const Run& run = sp.part[p];
+        const float* v = run.values + static_cast<std::size_t>(run.row) * kModel;
+        for (int i = 0; i < run.n; ++i, ++e, v += kModel) {
+            const float w0 = w[0][e];
+            const float w1 = w[1][e];
+            sum0 = sum0 + w0;
+            sum1 = sum1 + w1;
+            for (int d = 0; d < kHeadDim; ++d) acc0[d] = acc0[d] + w0 * v[d];
+            for (int d = 0; d < kHeadDim; ++d) acc1[d] = acc1[d] + w1 * v[kHeadDim + d];
+        }
+    }
+    for (int d = 0; d < kHeadDim; ++d) {
+        out[0].acc[d] = acc0[d];
+        out[1].acc[d] = acc1[d];
+    }
+#endif
+    out[0].sum = sum0;
+    out[1].sum = sum1;
+}
+
+// Partials of `count` splits for both heads: out[split * kHeads + head].
+KV_CPU_CLONES void partials_of(const float* q, const Split* splits, int count, Partial* out) {
+    for (int s = 0; s < count; ++s) split_partials(q, splits[s], out + static_cast<std::ptrdiff_t>(s) * kHeads);
+}
+
+// out[t][j] = dot(w[j], x[t], kModel) for `rows` outputs, with wt = w transposed ([i][j]).
+template <int Rows>
+KV_CPU_INLINE void project_rows(const float* wt, const float* x, float* out) {
+    float acc[Rows];
+    for (int j = 0; j < Rows; ++j) acc[j] = 0.0f;
+    for (int i = 0; i < kModel; ++i) {
+        const float xi = x[i];
+        const float* w = wt + static_cast<std::ptrdiff_t>(i) * Rows;
+        for (int j = 0; j < Rows; ++j) acc[j] = acc[j] + w[j] * xi;
+    }
+    for (int j = 0; j < Rows; ++j) out[j] = acc[j];
+}
+
+// q, k, v and qi of `count` tokens: wt holds the four matrices transposed, [i][matrix * 32 + j].
+KV_CPU_CLONES void project_tokens(const float* wt, const float* h, int count, float* q, float* k, float* v, float* qi) {
+    for (int t = 0; t < count; ++t) {
+        float xn[kModel];
+        normalize(h + static_cast<std::ptrdiff_t>(t) * kModel, xn);
+        float out[4 * kModel];
+        project_rows<4 * kModel>(wt, xn, out);
+        const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(t) * kModel;
+        std::copy_n(out, kModel, q + at);
+        std::copy_n(out + kModel, kModel, k + at);
+        std::copy_n(out + 2 * kModel, kModel, v + at);
+        std::copy_n(out + 3 * kModel, kModel, qi + at);
+    }
+}
+
+// h[t][j] += dot(wo[j], a[t], kModel).
+KV_CPU_CLONES void output_tokens(const float* wot, const float* a, int count, float* h) {
+    for (int t = 0; t < count; ++t) {
+        float out[kModel];
+        project_rows<kModel>(wot, a + static_cast<std::ptrdiff_t>(t) * kModel, out);
+        float* ht = h + static_cast<std::ptrdiff_t>(t) * kModel;
+        for (int j = 0; j < kModel; ++j) ht[j] = ht[j] + out[j];
+    }
+}
+
+KV_CPU_CLONES void logits_of(const float* ut, const float* xn, float* logits) { project_rows<kVocab>(ut, xn, logits); }
+
+// [rows][kModel] -> [kModel][rows], appended at column `offset` of a [kModel][width] matrix.
+void transpose_into(const std::vector<float>& m, int rows, int width, int offset, std::vector<float>& out) {
+    for (int j = 0; j < rows; ++j)
+        for (int i = 0; i < kModel; ++i)
+            out[static_cast<std::size_t>(i) * static_cast<std::size_t>(width) + static_cast<std::size_t>(offset + j)] =
+                m[static_cast<std::size_t>(j) * kModel + static_cast<std::size_t>(i)];
+}
+
+// ---- the session ----
+
 class CpuSession final : public Session {
 public:
-    CpuSession(const TinyModel& model, int capacity) : model_(model), cache_(empty_cache(model.layers(), capacity)) {}
+    CpuSession(const TinyModel& model, int capacity, bool fast)
+        : model_(model), cache_(empty_cache(model.layers(), capacity)), fast_(fast) {
+        if (!fast_) return;
+        const int layers = model_.layer_count();
+        keys_raw_.resize(static_cast<std::size_t>(layers));
+        keys_comp_.resize(static_cast<std::size_t>(layers));
+        projections_t_.resize(static_cast<std::size_t>(layers));
+        output_t_.resize(static_cast<std::size_t>(layers));
+        for (int l = 0; l < layers; ++l) {
+            const LayerWeights& w = model_.weights(l);
+            auto& p = projections_t_[static_cast<std::size_t>(l)];
+            p.assign(static_cast<std::size_t>(4 * kModel * kModel), 0.0f);
+            transpose_into(w.wq, kModel, 4 * kModel, 0, p);
+            transpose_into(w.wk, kModel, 4 * kModel, kModel, p);
+            transpose_into(w.wv, kModel, 4 * kModel, 2 * kModel, p);
+            transpose_into(w.wiq, kModel, 4 * kModel, 3 * kModel, p);
+            auto& o = output_t_[static_cast<std::size_t>(l)];
+            o.assign(static_cast<std::size_t>(kModel * kModel), 0.0f);
+            transpose_into(w.wo, kModel, kModel, 0, o);
+        }
+        unembedding_t_.assign(static_cast<std::size_t>(kVocab) * kModel, 0.0f);
+        transpose_into(model_.unembedding(), kVocab, kVocab, 0, unembedding_t_);
+        rebuild_keys();
+    }
 
     int length() const override { return cache_.length; }
 
@@ -41,6 +335,7 @@ public:
         KV_ASSERT(same_shape(cache, cache_), "load() needs a cache of the session's shape");
         KV_ASSERT(cache.length >= 0 && cache.length <= cache.capacity, "cache length out of range");
         cache_ = cache;
+        if (fast_) rebuild_keys();
     }
 
     CacheState save() const override { return cache_; }
@@ -63,13 +358,30 @@ public:
     int recaptures() const override { return 0; }
 
 private:
+    void rebuild_keys() {
+        for (std::size_t l = 0; l < cache_.groups.size(); ++l) {
+            keys_raw_[l].rebuild(cache_.groups[l].raw_k);
+            keys_comp_[l].rebuild(cache_.groups[l].comp_k);
+        }
+    }
     void run_layer(int layer, int first, int count, std::vector<float>& h);
-    void attend_list(const float* q_head, const EntryList& list, int head, float* out);
-    void attend_indexer(int layer, int position, const float* q, const float* qi, float* out);
+    void attend_scalar(const float* q_head, const EntryList& list, int head, float* out);
+    void attend_indexer_scalar(int layer, int position, const float* q, const float* qi, float* out);
+    void attend_fast(int layer, int first, int count, const std::vector<float>& q, std::vector<float>& a);
+    void attend_indexer_fast(int layer, int position, const float* q, const float* qi, float* out);
+    // Merges partials [from, to) (both heads interleaved) into out[kModel].
+    void merge_range(int from, int to, float* out);
 
     TinyModel model_;
     CacheState cache_;
+    bool fast_;
     std::vector<Partial> partials_;
+    // fast path only
+    std::vector<KeysT> keys_raw_, keys_comp_;
+    std::vector<std::vector<float>> projections_t_, output_t_;
+    std::vector<float> unembedding_t_;
+    std::vector<Split> splits_;
+    std::vector<Partial> merge_scratch_;
 };
 
 std::vector<float> CpuSession::prefill(std::span<const int> tokens, std::vector<float>& hidden) {
@@ -96,7 +408,11 @@ std::vector<float> CpuSession::prefill(std::span<const int> tokens, std::vector<
     float xn[kModel];
     normalize(row(h, count - 1), xn);
     std::vector<float> logits(kVocab);
-    for (int v = 0; v < kVocab; ++v) logits[static_cast<std::size_t>(v)] = dot(row(model_.unembedding(), v), xn, kModel);
+    if (fast_) {
+        logits_of(unembedding_t_.data(), xn, logits.data());
+    } else {
+        for (int v = 0; v < kVocab; ++v) logits[static_cast<std::size_t>(v)] = dot(row(model_.unembedding(), v), xn, kModel);
+    }
     return logits;
 }
 
@@ -104,17 +420,22 @@ void CpuSession::run_layer(int layer, int first, int count, std::vector<float>& 
     const LayerSpec& spec = model_.layers()[static_cast<std::size_t>(layer)];
     const LayerShape& s = spec.shape;
     const LayerWeights& w = model_.weights(layer);
-    GroupCache& g = cache_.groups[static_cast<std::size_t>(layer)];
+    const auto l = static_cast<std::size_t>(layer);
+    GroupCache& g = cache_.groups[l];
     const std::size_t n = static_cast<std::size_t>(count) * kModel;
     std::vector<float> q(n), k(n), v(n), qi(n), a(n);
-    for (int t = 0; t < count; ++t) {
-        float xn[kModel];
-        normalize(row(h, t), xn);
-        for (int j = 0; j < kModel; ++j) {
-            row(q, t)[j] = dot(row(w.wq, j), xn, kModel);
-            row(k, t)[j] = dot(row(w.wk, j), xn, kModel);
-            row(v, t)[j] = dot(row(w.wv, j), xn, kModel);
-            row(qi, t)[j] = dot(row(w.wiq, j), xn, kModel);
+    if (fast_) {
+        project_tokens(projections_t_[l].data(), h.data(), count, q.data(), k.data(), v.data(), qi.data());
+    } else {
+        for (int t = 0; t < count; ++t) {
+            float xn[kModel];
+            normalize(row(h, t), xn);
+            for (int j = 0; j < kModel; ++j) {
+                row(q, t)[j] = dot(row(w.wq, j), xn, kModel);
+                row(k, t)[j] = dot(row(w.wk, j), xn, kModel);
+                row(v, t)[j] = dot(row(w.wv, j), xn, kModel);
+                row(qi, t)[j] = dot(row(w.wiq, j), xn, kModel);
+            }
         }
     }
     switch (s.kind) {
@@ -124,6 +445,7 @@ void CpuSession::run_layer(int layer, int first, int count, std::vector<float>& 
             for (int t = 0; t < count; ++t) {
                 std::copy_n(row(k, t), kModel, row(g.raw_k, first + t));
                 std::copy_n(row(v, t), kModel, row(g.raw_v, first + t));
+                if (fast_) keys_raw_[l].put(first + t, row(k, t));
             }
             if (s.kind == LayerKind::full) {
                 // A segment is compressed when its last token is written: each entry is the mean
@@ -131,17 +453,23 @@ void CpuSession::run_layer(int layer, int first, int count, std::vector<float>& 
                 for (int t = 0; t < count; ++t) {
                     const int end = first + t + 1;
                     if (end % s.segment_tokens != 0) continue;
-                    for (int e = (end - s.segment_tokens) / s.ratio; e < end / s.ratio; ++e)
+                    for (int e = (end - s.segment_tokens) / s.ratio; e < end / s.ratio; ++e) {
                         for (int f = 0; f < kModel; ++f) {
                             row(g.comp_k, e)[f] = mean_rows(row(g.raw_k, e * s.ratio), s.ratio, f);
                             row(g.comp_v, e)[f] = mean_rows(row(g.raw_v, e * s.ratio), s.ratio, f);
                         }
+                        if (fast_) keys_comp_[l].put(e, row(g.comp_k, e));
+                    }
                 }
+            }
+            if (fast_) {
+                attend_fast(layer, first, count, q, a);
+                break;
             }
             for (int t = 0; t < count; ++t) {
                 const EntryList list = attention_list(s, view_of(g), first + t);
                 for (int head = 0; head < kHeads; ++head)
-                    attend_list(row(q, t) + head * kHeadDim, list, head, row(a, t) + head * kHeadDim);
+                    attend_scalar(row(q, t) + head * kHeadDim, list, head, row(a, t) + head * kHeadDim);
             }
             break;
         case LayerKind::indexer: {
@@ -156,7 +484,10 @@ void CpuSession::run_layer(int layer, int first, int count, std::vector<float>& 
                 for (int f = 0; f < kModel; ++f) mean[f] = mean_rows(row(indexed.raw_k, block * s.block_tokens), s.block_tokens, f);
                 for (int j = 0; j < kModel; ++j) row(g.summary, block)[j] = dot(row(w.ws, j), mean, kModel);
             }
-            for (int t = 0; t < count; ++t) attend_indexer(layer, first + t, row(q, t), row(qi, t), row(a, t));
+            for (int t = 0; t < count; ++t) {
+                if (fast_) attend_indexer_fast(layer, first + t, row(q, t), row(qi, t), row(a, t));
+                else attend_indexer_scalar(layer, first + t, row(q, t), row(qi, t), row(a, t));
+            }
             break;
         }
         case LayerKind::linear:
@@ -168,11 +499,15 @@ void CpuSession::run_layer(int layer, int first, int count, std::vector<float>& 
                                                row(k, t) + head * kHeadDim, row(v, t) + head * kHeadDim, column);
             break;
     }
+    if (fast_) {
+        output_tokens(output_t_[l].data(), a.data(), count, h.data());
+        return;
+    }
     for (int t = 0; t < count; ++t)
         for (int j = 0; j < kModel; ++j) row(h, t)[j] = row(h, t)[j] + dot(row(w.wo, j), row(a, t), kModel);
 }
 
-void CpuSession::attend_list(const float* q_head, const EntryList& list, int head, float* out) {
+void CpuSession::attend_scalar(const float* q_head, const EntryList& list, int head, float* out) {
     const int splits = split_count(entry_count(list));
     KV_ASSERT(splits > 0, "a query always attends at least one entry");
     partials_.resize(static_cast<std::size_t>(splits));
@@ -183,7 +518,7 @@ void CpuSession::attend_list(const float* q_head, const EntryList& list, int hea
 // The sparse layer: the query always attends its own block of the indexed layer's raw rows, plus
 // the top-k earlier blocks by index score; each selected block's output is weighted by the softmax
 // of its score over ALL candidate blocks, so every index entry enters the output.
-void CpuSession::attend_indexer(int layer, int position, const float* q, const float* qi, float* out) {
+void CpuSession::attend_indexer_scalar(int layer, int position, const float* q, const float* qi, float* out) {
     const LayerSpec& spec = model_.layers()[static_cast<std::size_t>(layer)];
     const LayerShape& indexed_shape = model_.layers()[static_cast<std::size_t>(spec.indexed_layer)].shape;
     const KvView indexed = view_of(cache_.groups[static_cast<std::size_t>(spec.indexed_layer)]);
@@ -191,7 +526,7 @@ void CpuSession::attend_indexer(int layer, int position, const float* q, const f
     const int block_tokens = spec.shape.block_tokens;
     const int candidates = position / block_tokens;
     const EntryList local = raw_range(indexed, candidates * block_tokens, position + 1);
-    for (int head = 0; head < kHeads; ++head) attend_list(q + head * kHeadDim, local, head, out + head * kHeadDim);
+    for (int head = 0; head < kHeads; ++head) attend_scalar(q + head * kHeadDim, local, head, out + head * kHeadDim);
     if (candidates == 0) return;
     const float max = index_max(qi, summaries, candidates);
     const float normaliser = index_normaliser(qi, summaries, candidates, max);
@@ -201,23 +536,105 @@ void CpuSession::attend_indexer(int layer, int position, const float* q, const f
         const EntryList list = block_list(indexed_shape, indexed, block);
         for (int head = 0; head < kHeads; ++head) {
             float part[kHeadDim];
-            attend_list(q + head * kHeadDim, list, head, part);
+            attend_scalar(q + head * kHeadDim, list, head, part);
             for (int d = 0; d < kHeadDim; ++d) out[head * kHeadDim + d] = out[head * kHeadDim + d] + weight * part[d];
         }
     }
 }
 
+void CpuSession::merge_range(int from, int to, float* out) {
+    const int count = to - from;
+    KV_ASSERT(count > 0, "a query always attends at least one entry");
+    merge_scratch_.resize(static_cast<std::size_t>(count));
+    for (int head = 0; head < kHeads; ++head) {
+        for (int s = 0; s < count; ++s)
+            merge_scratch_[static_cast<std::size_t>(s)] = partials_[static_cast<std::size_t>((from + s) * kHeads + head)];
+        merge_splits(merge_scratch_.data(), count, out + head * kHeadDim);
+    }
+}
+
+// Full, swa and chunked layers: the entries attention_list names, as runs of this layer's arrays.
+void CpuSession::attend_fast(int layer, int first, int count, const std::vector<float>& q, std::vector<float>& a) {
+    const auto l = static_cast<std::size_t>(layer);
+    const LayerShape& s = model_.layers()[l].shape;
+    const GroupCache& g = cache_.groups[l];
+    const KvView view = view_of(g);
+    for (int t = 0; t < count; ++t) {
+        const EntryList list = attention_list(s, view, first + t);
+        const auto raw_row = [&](const float* k) { return static_cast<int>((k - g.raw_k.data()) / kModel); };
+        Run head_run;
+        Run tail_run;
+        if (s.kind == LayerKind::full) {
+            head_run = Run{&keys_comp_[l], g.comp_v.data(), 0, list.n0};
+            tail_run = Run{&keys_raw_[l], g.raw_v.data(), list.n1 > 0 ? raw_row(list.k1) : 0, list.n1};
+        } else {
+            head_run = Run{&keys_raw_[l], g.raw_v.data(), raw_row(list.k0), list.n0};
+        }
+        splits_.clear();
+        split_runs(head_run, tail_run, splits_);
+        partials_.resize(splits_.size() * kHeads);
+        partials_of(row(q, t), splits_.data(), static_cast<int>(splits_.size()), partials_.data());
+        merge_range(0, static_cast<int>(splits_.size()), row(a, t));
+    }
+}
+
+// Same operations as attend_indexer_scalar, with every split of the local block and of the
+// selected blocks computed in one pass, then merged and weighted in the scalar order.
+void CpuSession::attend_indexer_fast(int layer, int position, const float* q, const float* qi, float* out) {
+    const LayerSpec& spec = model_.layers()[static_cast<std::size_t>(layer)];
+    const auto kv = static_cast<std::size_t>(spec.indexed_layer);
+    const LayerShape& indexed_shape = model_.layers()[kv].shape;
+    const GroupCache& indexed = cache_.groups[kv];
+    const float* summaries = cache_.groups[static_cast<std::size_t>(layer)].summary.data();
+    const int block_tokens = spec.shape.block_tokens;
+    const int candidates = position / block_tokens;
+    const int per_block = indexed_shape.block_tokens / indexed_shape.ratio;
+    splits_.clear();
+    split_runs(Run{&keys_raw_[kv], indexed.raw_v.data(), candidates * block_tokens, position + 1 - candidates * block_tokens}, Run{},
+               splits_);
+    const int local_splits = static_cast<int>(splits_.size());
+    std::vector<int> selected;
+    std::vector<int> ends;
+    for (int block = 0; block < candidates; ++block) {
+        if (!index_selected(qi, summaries, candidates, spec.shape.top_k, block)) continue;
+        selected.push_back(block);
+        split_runs(Run{&keys_comp_[kv], indexed.comp_v.data(), block * per_block, per_block}, Run{}, splits_);
+        ends.push_back(static_cast<int>(splits_.size()));
+    }
+    partials_.resize(splits_.size() * kHeads);
+    partials_of(q, splits_.data(), static_cast<int>(splits_.size()), partials_.data());
+    merge_range(0, local_splits, out);
+    if (candidates == 0) return;
+    const float max = index_max(qi, summaries, candidates);
+    const float normaliser = index_normaliser(qi, summaries, candidates, max);
+    int from = local_splits;
+    for (std::size_t i = 0; i < selected.size(); ++i) {
+        const float weight = exp_portable(index_score(qi, summaries, selected[i]) - max) / normaliser;
+        float part[kModel];
+        merge_range(from, ends[i], part);
+        from = ends[i];
+        for (int head = 0; head < kHeads; ++head)
+            for (int d = 0; d < kHeadDim; ++d)
+                out[head * kHeadDim + d] = out[head * kHeadDim + d] + weight * part[head * kHeadDim + d];
+    }
+}
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(bool fast) : fast_(fast) {}
+    std::string_view name() const override { return fast_ ? "cpu" : "cpu-scalar"; }
+    std::unique_ptr<Session> open(const TinyModel& model, int capacity) const override {
+        return std::make_unique<CpuSession>(model, capacity, fast_);
+    }
+
+private:
+    bool fast_;
+};
+
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() {
-    class CpuBackend final : public Backend {
-    public:
-        std::string_view name() const override { return "cpu"; }
-        std::unique_ptr<Session> open(const TinyModel& model, int capacity) const override {
-            return std::make_unique<CpuSession>(model, capacity);
-        }
-    };
-    return std::make_unique<CpuBackend>();
-}
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(true); }
+
+std::unique_ptr<Backend> make_cpu_scalar_backend() { return std::make_unique<CpuBackend>(false); }
 
 }  // namespace kvcheck::replay

@@ -79,7 +79,23 @@ int rows_per_block(const LayerShape& shape, model::Form form, int rows) {
     KV_UNREACHABLE("unknown form");
 }
 
-// The rows the source wrote, cut or zero-padded to the claimed row count.
+// Rows (entries, tokens, blocks) a run over exactly `length` tokens has written: compressed
+// entries of completed segments only, summaries of completed blocks only.
+int written_rows(const LayerShape& shape, model::Form form, int length) {
+    switch (form) {
+        case model::Form::compressed_kv: return length / shape.segment_tokens * shape.segment_tokens / shape.ratio;
+        case model::Form::indexer_state: return length / shape.block_tokens;
+        case model::Form::linear_state: return kHeadDim;
+        case model::Form::uncompressed_tail:
+        case model::Form::swa_window:
+        case model::Form::on_disk_prefix: return length;
+    }
+    KV_UNREACHABLE("unknown form");
+}
+
+// The rows the source wrote, cut or zero-padded to the claimed row count. The cache may come from
+// a longer run (a longer token list, or the reference over the whole prompt): rows that a run
+// over exactly source.end tokens would not have written read as zeros, as they would there.
 ReadRows source_rows(const LayerShape& shape, const Read& read, const CacheState* source_cache) {
     ReadRows out;
     out.planes = planes_of(read.form);
@@ -89,7 +105,10 @@ ReadRows source_rows(const LayerShape& shape, const Read& read, const CacheState
     const Source& src = *read.source;
     const GroupCache& g = source_cache->groups[static_cast<std::size_t>(read.group)];
     const int first = first_row(shape, read.form, src.start);
-    const int available = std::min(out.rows, claimed_rows(shape, read.form, src.start, src.end));
+    KV_ASSERT(read.form != model::Form::linear_state || source_cache->length == src.end,
+              "a linear state must come from a run of exactly source.end tokens");
+    const int available =
+        std::max(0, std::min({out.rows, claimed_rows(shape, read.form, src.start, src.end), written_rows(shape, read.form, src.end) - first}));
     const auto arrays = planes_in(g, read.form);
     for (int plane = 0; plane < out.planes; ++plane)
         for (int row = 0; row < available; ++row)

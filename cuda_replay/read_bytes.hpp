@@ -21,8 +21,10 @@ struct ReadRows {
 // The rows a read of `form` over the claimed range [start, end) covers on a layer.
 int claimed_rows(const LayerShape& shape, model::Form form, int start, int end);
 
-// The rows the reader sees. `source_cache` is the cache of a run over source.tokens[0:source.end]
-// (null when the read has no source: an unregistered buffer holds zeros).
+// The rows the reader sees. `source_cache` is the cache of a run, under the source's weights, over
+// a token list that starts with source.tokens[0:source.end] (for a linear state: exactly those
+// tokens); only the rows a run over exactly source.end tokens writes are taken, the rest read as
+// zeros. Null when the read has no source: an unregistered buffer holds zeros.
 ReadRows rows_seen(const LayerShape& shape, const Read& read, const CacheState* source_cache, int reader_layout);
 
 // Writes the rows at the positions the read claims; a linear state is used only when it claims

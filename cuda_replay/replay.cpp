@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include "cuda_replay/read_bytes.hpp"
@@ -42,31 +45,82 @@ void decode_greedy(Session& session, RunOutputs& out, std::vector<float> prompt_
     out.recaptures = session.recaptures();
 }
 
-// Caches after running token prefixes from scratch, kept while one schedule is replayed: the
-// source runs of reads that share tokens and weights are computed once.
-class PrefixRuns {
+// From-scratch runs over the token lists that honest sources name, kept while one schedule is
+// replayed. Rows [0, end) of a run depend only on its first `end` tokens, so one run over a token
+// list serves every source whose tokens are a prefix of it (read_bytes takes only the rows a run
+// of exactly source.end tokens writes); a linear state is the state after the last token, so it
+// needs a run of exactly its tokens. Needs are planned first, longest first, so that every
+// prefix is served by one run and no token list is run twice.
+class SourceRuns {
 public:
-    PrefixRuns(const Backend& backend, int chunk) : backend_(backend), chunk_(chunk) {}
+    SourceRuns(const Backend& backend, int chunk) : backend_(backend), chunk_(chunk) {}
 
-    const CacheState& cache_after(const TinyModel& model, std::span<const int> tokens) {
-        auto key = std::make_pair(model.fingerprint(), std::vector<int>(tokens.begin(), tokens.end()));
-        const auto found = runs_.find(key);
-        if (found != runs_.end()) return found->second;
-        const int length = static_cast<int>(tokens.size());
-        CacheState cache = empty_cache(model.layers(), length);
-        if (length > 0) {
-            const auto session = backend_.open(model, length);
-            std::vector<float> hidden;
-            prefill_range(*session, tokens, 0, length, chunk_, hidden);
-            cache = session->save();
-        }
-        return runs_.emplace(std::move(key), std::move(cache)).first->second;
+    void plan(const TinyModel& model, std::span<const int> tokens, bool exact) {
+        needs_.push_back(Need{model, std::vector<int>(tokens.begin(), tokens.end()), exact});
     }
 
+    // The cache of a run that serves (model, tokens, exact); computed now when none is planned.
+    const CacheState& cache_for(const TinyModel& model, std::span<const int> tokens, bool exact) {
+        if (!planned_) settle();
+        Run* run = find(model.fingerprint(), tokens, exact);
+        if (run == nullptr) {
+            runs_.push_back(Run{model, std::vector<int>(tokens.begin(), tokens.end()), std::nullopt});
+            run = &runs_.back();
+        }
+        if (!run->cache) run->cache = compute(run->model, run->tokens);
+        return *run->cache;
+    }
+
+    int runs() const { return static_cast<int>(runs_.size()); }
+
 private:
+    struct Need {
+        TinyModel model;
+        std::vector<int> tokens;
+        bool exact;
+    };
+    struct Run {
+        TinyModel model;
+        std::vector<int> tokens;
+        std::optional<CacheState> cache;
+    };
+
+    static bool serves(const Run& run, std::uint64_t fingerprint, std::span<const int> tokens, bool exact) {
+        if (run.model.fingerprint() != fingerprint || run.tokens.size() < tokens.size()) return false;
+        if (exact && run.tokens.size() != tokens.size()) return false;
+        return std::equal(tokens.begin(), tokens.end(), run.tokens.begin());
+    }
+
+    Run* find(std::uint64_t fingerprint, std::span<const int> tokens, bool exact) {
+        for (Run& run : runs_)
+            if (serves(run, fingerprint, tokens, exact)) return &run;
+        return nullptr;
+    }
+
+    // Longest needs first: a shorter prefix then finds the run of a longer list already planned.
+    void settle() {
+        planned_ = true;
+        std::stable_sort(needs_.begin(), needs_.end(), [](const Need& a, const Need& b) { return a.tokens.size() > b.tokens.size(); });
+        for (Need& need : needs_)
+            if (find(need.model.fingerprint(), need.tokens, need.exact) == nullptr)
+                runs_.push_back(Run{std::move(need.model), std::move(need.tokens), std::nullopt});
+        needs_.clear();
+    }
+
+    CacheState compute(const TinyModel& model, std::span<const int> tokens) const {
+        const int length = static_cast<int>(tokens.size());
+        if (length == 0) return empty_cache(model.layers(), 0);
+        const auto session = backend_.open(model, length);
+        std::vector<float> hidden;
+        prefill_range(*session, tokens, 0, length, chunk_, hidden);
+        return session->save();
+    }
+
     const Backend& backend_;
     int chunk_;
-    std::map<std::pair<std::uint64_t, std::vector<int>>, CacheState> runs_;
+    bool planned_ = false;
+    std::vector<Need> needs_;
+    std::deque<Run> runs_;  // stable addresses: callers hold the returned caches
 };
 
 // The model that computed a read's bytes. An indexer's bytes summarise the keys of a model at
@@ -76,6 +130,22 @@ TinyModel source_model(const std::vector<LayerSpec>& specs, const Read& read) {
     if (read.form != model::Form::indexer_state || src.index_weights_version == src.weights_version)
         return TinyModel(specs, src.weights_version);
     return TinyModel(specs, src.index_weights_version).with_layer_version(read.group, src.weights_version);
+}
+
+// True when the reference run itself wrote the read's bytes: the source is the request's own
+// prompt ("tokens": "request", checked against the prompt), under the reference's weights (for
+// an indexer, an index built over KV of those weights too), and not a linear state taken before
+// the end of the prompt (the reference keeps only its final state). The reference's rows then
+// are those a run over source.tokens[0:source.end] writes, bit for bit, by causality and batch
+// invariance; read_bytes takes only the rows such a run writes. Layouts do not matter here: they
+// are applied to the bytes afterwards. Any other source is recomputed honestly.
+bool from_reference(const Schedule& s, const Read& read) {
+    const Source& src = *read.source;
+    if (!src.request || src.weights_version != s.weights_version) return false;
+    if (read.form == model::Form::indexer_state && src.index_weights_version != src.weights_version) return false;
+    if (read.form == model::Form::linear_state && src.end != static_cast<int>(s.tokens.size())) return false;
+    const auto end = static_cast<std::size_t>(src.end);
+    return src.tokens.size() >= end && end <= s.tokens.size() && std::equal(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(end), s.tokens.begin());
 }
 
 bool rows_equal(const std::vector<float>& a, const std::vector<float>& b, int from, int to) {
@@ -173,23 +243,45 @@ ScheduleResult replay_schedule(const Schedule& s, const Backend& backend) {
     const std::span<const int> tokens(s.tokens);
     KV_ASSERT(n >= 0 && n < prompt, "the loader keeps resume_len inside the prompt");
 
+    // The reference; its caches after the prompt also serve the reads whose bytes it wrote.
     RunOutputs reference;
+    CacheState reference_cache;
     {
         const auto session = backend.open(model, capacity);
         std::vector<float> logits = prefill_range(*session, tokens, 0, prompt, s.prefill_chunk_tokens, reference.hidden);
+        reference_cache = session->save();
         decode_greedy(*session, reference, std::move(logits), s.decode_steps);
     }
 
-    PrefixRuns runs(backend, s.prefill_chunk_tokens);
+    // Every other source is computed from scratch: one model per distinct weights, one run per
+    // distinct token list (prefixes share the run of the longest list).
+    SourceRuns runs(backend, s.prefill_chunk_tokens);
+    std::map<std::tuple<std::uint64_t, std::uint64_t, int>, TinyModel> models;
+    const auto model_of = [&](const Read& read) -> const TinyModel& {
+        const Source& src = *read.source;
+        const bool stale_index = read.form == model::Form::indexer_state && src.index_weights_version != src.weights_version;
+        const auto key = std::make_tuple(src.weights_version, stale_index ? src.index_weights_version : src.weights_version,
+                                         stale_index ? read.group : -1);
+        auto found = models.find(key);
+        if (found == models.end()) found = models.emplace(key, source_model(specs, read)).first;
+        return found->second;
+    };
+    const auto source_tokens = [](const Read& read) {
+        return std::span<const int>(read.source->tokens).first(static_cast<std::size_t>(read.source->end));
+    };
+    for (const Read& read : s.reads)
+        if (read.source && !from_reference(s, read))
+            runs.plan(model_of(read), source_tokens(read), read.form == model::Form::linear_state);
+
     CacheState assembled = empty_cache(specs, capacity);
     assembled.length = n;
     for (const Read& read : s.reads) {
         const LayerShape& shape = specs[static_cast<std::size_t>(read.group)].shape;
         const CacheState* source = nullptr;
-        if (read.source) {
-            const std::span<const int> src_tokens(read.source->tokens);
-            source = &runs.cache_after(source_model(specs, read), src_tokens.first(static_cast<std::size_t>(read.source->end)));
-        }
+        if (read.source)
+            source = from_reference(s, read)
+                         ? &reference_cache
+                         : &runs.cache_for(model_of(read), source_tokens(read), read.form == model::Form::linear_state);
         const ReadRows rows = rows_seen(shape, read, source, s.layouts[static_cast<std::size_t>(read.group)]);
         place_rows(assembled, shape, read, rows, n);
     }
@@ -225,7 +317,11 @@ ScheduleResult replay_schedule(const Schedule& s, const Backend& backend) {
         if (layer >= 0) {
             const auto l = static_cast<std::size_t>(layer);
             d.group_name = s.groups[l].name;
-            const CacheState& expected = runs.cache_after(model, tokens.first(static_cast<std::size_t>(n)));
+            // The live region at resume_len lies in rows a run over tokens[0:n] writes, so the
+            // reference's caches hold the expected bytes; a linear state needs the state after n.
+            const CacheState& expected = specs[l].shape.kind == LayerKind::linear
+                                             ? runs.cache_for(model, tokens.first(static_cast<std::size_t>(n)), true)
+                                             : reference_cache;
             d.form = differing_form(specs[l].shape, expected.groups[l], assembled.groups[l], n);
         }
         result.divergence = d;

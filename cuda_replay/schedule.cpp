@@ -186,7 +186,8 @@ Read Parser::read(const json& value, const std::string& p, const Schedule& s) co
         Source src;
         // "request" stands for the schedule's own prompt: the usual source, written once.
         const json& listed = member(source, sp, "tokens");
-        src.tokens = listed.is_string() && listed.get<std::string>() == "request" ? s.tokens : tokens(listed, sp + "/tokens");
+        src.request = listed.is_string() && listed.get<std::string>() == "request";
+        src.tokens = src.request ? s.tokens : tokens(listed, sp + "/tokens");
         range(source, sp, static_cast<int>(src.tokens.size()), linear, src.start, src.end);
         src.weights_version = unsigned_integer(member(source, sp, "weights_version"), sp + "/weights_version");
         src.layout = small(member(source, sp, "layout"), sp + "/layout", 0, 65535);
@@ -293,7 +294,7 @@ json schedule_to_json(const Schedule& s) {
         for (Transport t : r.transport) transport.push_back(t == Transport::offload ? "offload" : "load");
         json source = nullptr;
         if (r.source)
-            source = {{"tokens", r.source->tokens},
+            source = {{"tokens", r.source->request && r.source->tokens == s.tokens ? json("request") : json(r.source->tokens)},
                       {"start", r.source->start},
                       {"end", r.source->end},
                       {"weights_version", r.source->weights_version},

@@ -13,9 +13,11 @@
 
 namespace kvcheck::replay {
 
-inline constexpr int kMaxTokens = 1 << 16;       // prompt and source token lists
+// Bounds on what a schedule may ask for. Traces hold prompts of over 100,000 tokens (the synthetic
+// conversation trace reaches 126,195), so the token bound leaves room for those.
+inline constexpr int kMaxTokens = 1 << 20;       // prompt and source token lists
 inline constexpr int kMaxDecodeSteps = 4096;
-inline constexpr int kMaxReads = 1 << 14;
+inline constexpr int kMaxReads = 1 << 16;
 
 enum class Damage { none, unwritten, lost_half, lost_block, misaligned };
 enum class Transport { offload, load };
@@ -26,6 +28,9 @@ std::string_view damage_name(Damage damage);
 // under weights_version, written in `layout`; indexer bytes summarise KV of index_weights_version.
 struct Source {
     std::vector<int> tokens;
+    // Written as "tokens": "request": the schedule's own prompt (tokens holds a copy of it). The
+    // replay takes such bytes from its reference run when the weights match (docs/replay.md).
+    bool request = false;
     int start = 0;
     int end = 0;
     std::uint64_t weights_version = 0;

@@ -11,7 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "cuda_replay/clean_reads.hpp"
 #include "cuda_replay/read_bytes.hpp"
@@ -95,6 +98,112 @@ TEST(ReplayDeepseek, CorrectResumeIsBitExact) {
         SCOPED_TRACE("resume_len=" + std::to_string(n));
         const ScheduleResult r = run(deepseek(n));
         EXPECT_TRUE(r.bit_exact) << (r.divergence ? r.divergence->group_name + " " + r.divergence->form : "");
+    }
+}
+
+namespace {
+
+// Everything a replay reports about a schedule, for comparing two ways of computing it.
+void expect_same_result(const ScheduleResult& a, const ScheduleResult& b) {
+    EXPECT_EQ(a.reference_hash, b.reference_hash);
+    EXPECT_EQ(a.resumed_hash, b.resumed_hash);
+    EXPECT_EQ(a.bit_exact, b.bit_exact);
+    ASSERT_EQ(a.divergence.has_value(), b.divergence.has_value());
+    if (a.divergence) {
+        EXPECT_EQ(a.divergence->group, b.divergence->group);
+        EXPECT_EQ(a.divergence->form, b.divergence->form);
+        EXPECT_EQ(a.divergence->position, b.divergence->position);
+    }
+}
+
+// The same schedule with every source written as an explicit token list instead of "request".
+Schedule with_explicit_sources(Schedule s) {
+    for (Read& read : s.reads)
+        if (read.source) read.source->request = false;
+    return s;
+}
+
+}  // namespace
+
+// Proves: the fast CPU path (the default backend) computes every bit that the scalar path
+// computes, where the scalar path calls the kernel_math.hpp functions one result at a time as the
+// CUDA kernels do: references, resumed runs and divergences agree on every preset, with splits
+// that span compressed entries and raw rows, partial splits, indexers over compressed and plain
+// groups, chunked and linear layers, and damaged reads.
+TEST(ReplayCpuPaths, FastPathEqualsScalarPath) {
+    const std::unique_ptr<Backend> scalar = make_cpu_scalar_backend();
+    EXPECT_EQ(scalar->name(), "cpu-scalar");
+    std::vector<Schedule> cases = {toy(0), toy(40), toy(96), toy(159), deepseek(512)};
+    Schedule damaged = toy(96);
+    for (std::size_t i = 0; i < damaged.reads.size(); ++i) damaged.reads[i].damage = i % 2 == 0 ? Damage::lost_half : Damage::misaligned;
+    cases.push_back(damaged);
+    for (const model::ModelConfig& config : model::presets()) {
+        if (config.name == "toy") continue;
+        cases.push_back(clean_schedule(config, random_tokens(13, 900), 800, 2, 300, 2));
+    }
+    for (const Schedule& s : cases) {
+        SCOPED_TRACE(s.file);
+        const ScheduleResult fast = run(s);
+        const ScheduleResult slow = replay_schedule(s, *scalar);
+        expect_same_result(fast, slow);
+        ASSERT_EQ(fast.reference.logits.size(), slow.reference.logits.size());
+        for (std::size_t i = 0; i < fast.reference.logits.size(); ++i)
+            EXPECT_EQ(std::memcmp(fast.reference.logits[i].data(), slow.reference.logits[i].data(), kVocab * sizeof(float)), 0);
+    }
+}
+
+// Proves: bytes the replay takes from its reference run for "request" sources are the bytes an
+// honest from-scratch run over source.tokens[0:source.end] gives, for every form and for ranges
+// that end inside a segment or block the source had not completed (such entries are zeros in the
+// honest run although the reference, which ran further, wrote them).
+TEST(ReplayToy, ReferenceBytesEqualHonestSourceBytes) {
+    const Schedule s = toy(96);
+    const std::vector<LayerSpec> specs = layer_specs(s.groups);
+    const TinyModel model(specs, s.weights_version);
+    const auto run_over = [&](int length) {
+        const auto session = cpu().open(model, length);
+        std::vector<float> hidden;
+        session->prefill(std::span<const int>(s.tokens).first(static_cast<std::size_t>(length)), hidden);
+        return session->save();
+    };
+    const CacheState reference = run_over(static_cast<int>(s.tokens.size()));
+    int compared = 0;
+    for (const Read& clean : s.reads) {
+        if (clean.form == model::Form::linear_state) continue;  // needs a run of exactly its tokens
+        for (int end : {clean.end, clean.end - 1, clean.end + 5, clean.end + 17}) {
+            Read read = clean;
+            if (end <= read.start || end > static_cast<int>(s.tokens.size())) continue;
+            read.end = read.source->end = end;
+            SCOPED_TRACE(form_of(read) + " [" + std::to_string(read.start) + ", " + std::to_string(end) + ")");
+            const LayerShape& shape = specs[static_cast<std::size_t>(read.group)].shape;
+            const int layout = s.layouts[static_cast<std::size_t>(read.group)];
+            const CacheState honest = run_over(end);
+            EXPECT_EQ(rows_seen(shape, read, &reference, layout).data, rows_seen(shape, read, &honest, layout).data);
+            ++compared;
+        }
+    }
+    EXPECT_GE(compared, 12);
+}
+
+// Proves: taking "request" sources from the reference gives the same replay results as running
+// every source from scratch (explicit token lists), for clean, damaged, mis-laid-out and
+// mid-segment reads; and sources whose token lists are prefixes of one another share one run.
+TEST(ReplayToy, RequestSourcesReplayLikeExplicitSources) {
+    std::vector<Schedule> cases = {toy(96), toy(100), toy(40)};
+    Schedule damaged = toy(96);
+    for (std::size_t i = 0; i < damaged.reads.size(); ++i)
+        damaged.reads[i].damage = i % 3 == 0 ? Damage::lost_block : i % 3 == 1 ? Damage::unwritten : Damage::none;
+    cases.push_back(damaged);
+    Schedule layout = toy(96);
+    for (Read& read : layout.reads) read.source->layout += 1;
+    cases.push_back(layout);
+    Schedule mid_segment = toy(100);
+    for (Read& read : mid_segment.reads)
+        if (read.form == model::Form::compressed_kv || read.form == model::Form::indexer_state) read.end = read.source->end = 100;
+    cases.push_back(mid_segment);
+    for (const Schedule& s : cases) {
+        SCOPED_TRACE(s.file);
+        expect_same_result(run(s), run(with_explicit_sources(s)));
     }
 }
 
@@ -342,6 +451,8 @@ TEST(ReplayLoader, ErrorsCarryJsonPointers) {
     j["reads"][0]["form"] = "linear_state";
     EXPECT_EQ(pointer_of(j), "/reads/0/form");
     j = good;
+    EXPECT_EQ(j["reads"][2]["source"]["tokens"], "request");  // the writer abbreviates the prompt
+    j["reads"][2]["source"]["tokens"] = j["tokens"];
     j["reads"][2]["source"]["tokens"][0] = -1;
     EXPECT_EQ(pointer_of(j), "/reads/2/source/tokens/0");
     j = good;
@@ -414,6 +525,15 @@ TEST(ReplayCli, ExitCodesAndJson) {
     EXPECT_EQ(j["oracle_agreement"]["agree"], 2);
     r = run_cli("replay " + dir.string() + " --limit 1 --json");
     EXPECT_EQ(nlohmann::json::parse(r.out)["schedules"], 1);
+    // Replaying on several threads changes nothing, including the (file-name) order.
+    for (int copy = 0; copy < 4; ++copy) write(dir / ("e-copy-" + std::to_string(copy) + ".json"), schedule_to_json(toy(40 + copy, 96)));
+    const Cli one = run_cli("replay " + dir.string() + " --json --jobs 1");
+    const Cli three = run_cli("replay " + dir.string() + " --json --jobs 3");
+    ASSERT_EQ(one.status, 0) << one.out;
+    EXPECT_EQ(three.status, 0);
+    EXPECT_EQ(one.out, three.out);
+    EXPECT_EQ(nlohmann::json::parse(three.out)["schedules"], 6);
+    for (int copy = 0; copy < 4; ++copy) std::filesystem::remove(dir / ("e-copy-" + std::to_string(copy) + ".json"));
 
     corrupt.oracle_corrupt = false;
     write(dir / "c-false-alarm.json", schedule_to_json(corrupt));

@@ -2,11 +2,15 @@
 // the tiny model, compares resumed against recomputed outputs bit for bit, and checks the
 // simulator's oracle: exit 0 when every divergence matches it, 1 otherwise, 2 on bad input.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_replay/replay.hpp"
@@ -22,7 +26,38 @@ struct ReplayOptions {
     std::string backend = "cpu";
     bool json = false;
     int limit = -1;
+    int jobs = -1;  // -1: 2 on the CPU backend, 1 on CUDA
 };
+
+// Replays every schedule on `jobs` threads. Each schedule is replayed alone with its own
+// sessions, so its result does not depend on the thread or the order; results keep the input
+// (file-name) order. The first exception (by schedule order) is rethrown.
+std::vector<replay::ScheduleResult> replay_all(const std::vector<replay::Schedule>& schedules, const replay::Backend& backend,
+                                               int jobs) {
+    std::vector<std::optional<replay::ScheduleResult>> slots(schedules.size());
+    std::vector<std::exception_ptr> errors(schedules.size());
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < schedules.size();) {
+            try {
+                slots[i] = replay::replay_schedule(schedules[i], backend);
+            } catch (...) {
+                errors[i] = std::current_exception();
+                next.store(schedules.size());  // stop handing out work
+            }
+        }
+    };
+    const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, jobs)), schedules.size());
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& thread : pool) thread.join();
+    for (const std::exception_ptr& error : errors)
+        if (error) std::rethrow_exception(error);
+    std::vector<replay::ScheduleResult> results;
+    for (std::optional<replay::ScheduleResult>& slot : slots) results.push_back(std::move(*slot));
+    return results;
+}
 
 // The schedules to replay, in file-name order; a path that is a file is replayed alone.
 std::vector<std::string> schedule_files(const std::string& path) {
@@ -69,9 +104,9 @@ int run_replay(const ReplayOptions& options) {
     // Load everything first, so that bad input exits 2 before any replay work is done.
     std::vector<replay::Schedule> schedules;
     for (const std::string& file : files) schedules.push_back(replay::load_schedule(file));
-    std::vector<replay::ScheduleResult> results;
-    for (const replay::Schedule& s : schedules) results.push_back(replay::replay_schedule(s, *backend));
-    const replay::Summary summary = replay::summarize(std::move(results));
+    // The CUDA backend already runs each step in parallel and its sessions share one device.
+    const int jobs = options.jobs > 0 ? options.jobs : options.backend == "cpu" ? 2 : 1;
+    const replay::Summary summary = replay::summarize(replay_all(schedules, *backend, jobs));
     if (options.json) std::cout << replay::summary_json(summary, backend->name()).dump(2) << "\n";
     else print_table(summary, options.backend);
     return summary.oracle_agrees() ? 0 : 1;
@@ -86,6 +121,8 @@ void register_replay(CLI::App& app, Common& common) {
     cmd->add_option("--backend", options->backend, "cpu (fp32 reference) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_flag("--json", options->json, "Print the summary as JSON");
     cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--jobs", options->jobs, "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
+        ->check(CLI::Range(1, 256));
     cmd->callback([options, &common] { common.exit_code = run_replay(*options); });
 }
 
