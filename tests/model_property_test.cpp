@@ -1,0 +1,494 @@
+// RapidCheck stateful properties of the model, driven the way the explorer drives it
+// (sim::initial_world, model::enabled_steps, model::apply, model::check_invariants with the
+// structural checks on). A case is a random scope (toy preset; 2-3 requests whose prompts share
+// random prefixes with an earlier one, prompts of 32-128 tokens, outputs of 0-32; a GPU budget of
+// 20-200 KB; a random subset of the fault kinds; fault and background budgets; arrival steps and
+// actor weights, swarm style) plus a sequence of bytes, each picking one enabled step (pick_step).
+// When the bytes run out the earliest request's next step is taken, so every case runs its
+// requests to the end and a shrunk sequence keeps only its deviations from that default.
+//   (a) validated never violates an invariant, and the runs reach every step kind and verdict;
+//   (b) every mutant is caught violating the invariant its policy entry names, shrunk short.
+// Seeds are fixed and passed to RapidCheck directly, so runs are deterministic; the "Using
+// configuration: seed=..." line RapidCheck prints is its global default, which is not used here.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/core.hpp"
+#include "model/invariants.hpp"
+#include "model/policy.hpp"
+#include "model/steps.hpp"
+#include "sim/check/scope.hpp"
+#include "sim/check/trail.hpp"
+
+using namespace kvcheck;
+using model::StepKind;
+
+namespace {
+
+// The fault kinds a scope may switch on, one bit each in ScopeDraw::fault_mask.
+constexpr StepKind kFaultKinds[] = {StepKind::io_fail,          StepKind::interrupt_eviction, StepKind::skew_index,
+                                    StepKind::bump_model_version, StepKind::change_layout,    StepKind::misaligned_reload,
+                                    StepKind::migrate,          StepKind::lose_block};
+constexpr std::uint32_t kFaultKindCount = sizeof(kFaultKinds) / sizeof(kFaultKinds[0]);
+
+// Steps taken after the last drawn integer, at most: enough for three requests to finish.
+constexpr std::size_t kTailSteps = 200;
+
+struct RequestDraw {
+    std::uint32_t parent = 0;         // the earlier request whose prompt it starts with
+    std::uint32_t shared_blocks = 0;  // 16-token content blocks shared with the parent (clamped)
+    std::uint32_t prompt_blocks = 2;  // 2..8 blocks: prompts of 32..128 tokens
+    std::uint32_t output_tokens = 0;  // 0, 8, 16, 24 or 32
+    std::uint32_t arrival_step = 0;   // its first lookup waits until this step (or until nothing else can run)
+};
+
+struct ScopeDraw {
+    std::vector<RequestDraw> requests;
+    std::uint32_t budget_bytes = 0;
+    std::uint32_t fault_mask = 0;
+    std::uint32_t max_faults = 0;
+    std::uint32_t max_background = 0;
+    std::uint32_t rollout = 0;  // 0 cross_request, 1 intra_request, 2 off
+    std::array<std::uint32_t, 5> actor_weights{};  // request, io, background, fault, config (see pick_step)
+};
+
+void showValue(const ScopeDraw& d, std::ostream& os) {
+    os << "budget_bytes=" << d.budget_bytes << " max_faults=" << d.max_faults << " max_background=" << d.max_background
+       << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
+       << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} faults={";
+    for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
+        if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
+    os << "} requests=[";
+    for (const RequestDraw& r : d.requests)
+        os << "{parent=" << r.parent << " shared=" << r.shared_blocks << " prompt=" << r.prompt_blocks * 16
+           << " output=" << r.output_tokens << " arrival=" << r.arrival_step << "} ";
+    os << "]";
+}
+
+rc::Gen<RequestDraw> gen_request() {
+    return rc::gen::build<RequestDraw>(rc::gen::set(&RequestDraw::parent, rc::gen::inRange<std::uint32_t>(0, 2)),
+                                       rc::gen::set(&RequestDraw::shared_blocks, rc::gen::inRange<std::uint32_t>(0, 9)),
+                                       rc::gen::set(&RequestDraw::prompt_blocks, rc::gen::inRange<std::uint32_t>(2, 9)),
+                                       rc::gen::set(&RequestDraw::output_tokens,
+                                                    rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 5),
+                                                                 [](std::uint32_t k) { return k * 8; })),
+                                       rc::gen::set(&RequestDraw::arrival_step, rc::gen::inRange<std::uint32_t>(0, 41)));
+}
+
+// Swarm over the actors' weights: a scope gives the I/O engine, the background actor and the fault
+// injector a low, medium or high share beside the request workers' 128, and the version/config
+// changer a smaller one (its steps are enabled from the first step on; see pick_step).
+rc::Gen<std::uint32_t> gen_weight() { return rc::gen::element<std::uint32_t>(40, 12, 120); }
+rc::Gen<std::uint32_t> gen_config_weight() { return rc::gen::element<std::uint32_t>(12, 4, 40); }
+
+// vary_rollout: also draw the rollout mode (mutants are searched under cross_request, where reuse happens).
+rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
+    return rc::gen::build<ScopeDraw>(
+        rc::gen::set(&ScopeDraw::requests,
+                     rc::gen::mapcat(rc::gen::inRange<std::size_t>(2, 4),
+                                     [](std::size_t n) { return rc::gen::container<std::vector<RequestDraw>>(n, gen_request()); })),
+        rc::gen::set(&ScopeDraw::budget_bytes, rc::gen::inRange<std::uint32_t>(20'000, 200'001)),
+        rc::gen::set(&ScopeDraw::fault_mask, rc::gen::inRange<std::uint32_t>(0, 1u << kFaultKindCount)),
+        rc::gen::set(&ScopeDraw::max_faults, rc::gen::inRange<std::uint32_t>(1, 4)),
+        rc::gen::set(&ScopeDraw::max_background, rc::gen::inRange<std::uint32_t>(0, 4)),
+        rc::gen::set(&ScopeDraw::actor_weights,
+                     rc::gen::construct<std::array<std::uint32_t, 5>>(rc::gen::just<std::uint32_t>(128), gen_weight(), gen_weight(),
+                                                                      gen_weight(), gen_config_weight())),
+        rc::gen::set(&ScopeDraw::rollout, vary_rollout ? rc::gen::weightedElement<std::uint32_t>({{6, 0}, {1, 1}, {1, 2}})
+                                                       : rc::gen::just<std::uint32_t>(0)));
+}
+
+sim::Scope build_scope(const ScopeDraw& d) {
+    sim::Scope s;
+    s.name = "property";
+    s.model = *model::find_preset("toy");
+    s.content_block_tokens = 16;
+    s.limits.gpu_budget_bytes = d.budget_bytes;
+    s.rollout = d.rollout == 1 ? model::Rollout::intra_request : d.rollout == 2 ? model::Rollout::off : model::Rollout::cross_request;
+    s.step_kinds = sim::actor_kinds() | sim::background_kinds();
+    for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
+        if ((d.fault_mask >> i) & 1u) s.step_kinds |= model::kind_bit(kFaultKinds[i]);
+    s.max_faults = static_cast<std::uint8_t>(d.max_faults);
+    s.max_background = static_cast<std::uint8_t>(d.max_background);
+    std::vector<std::vector<std::uint64_t>> prompts;
+    for (std::size_t i = 0; i < d.requests.size(); ++i) {
+        const RequestDraw& r = d.requests[i];
+        std::vector<std::uint64_t> ids;
+        const std::vector<std::uint64_t>* parent = i == 0 ? nullptr : &prompts[std::min<std::size_t>(r.parent, i - 1)];
+        const std::size_t shared = parent == nullptr ? 0 : std::min<std::size_t>(r.shared_blocks, parent->size());
+        for (std::size_t b = 0; b < r.prompt_blocks; ++b)
+            ids.push_back(b < shared ? (*parent)[b] : 1000 * (i + 1) + b);
+        prompts.push_back(ids);
+        s.requests.push_back({ids, r.prompt_blocks * 16, r.output_tokens});
+    }
+    return s;
+}
+
+// A drawn byte picks a step in three levels. First the actor: the byte is scaled onto the weights
+// of the actors that have an enabled step (request workers 128; the I/O engine, the background
+// evictor/offloader, the segment fault injector and the version/config changer of F5 as the scope
+// drew them; each fault actor has its own fault budget, see allowed_kinds). Within the request
+// workers' share, the lower three quarters advance the earliest unfinished request, so requests
+// mostly run one after another, as arrivals do, and sometimes interleave; a request then often
+// finds its predecessor's cache complete and exposed to background work and faults. The I/O engine
+// picks an in-flight operation and its outcome: success half of the time, otherwise one of the
+// I/O faults the scope enables (F2 failure, F9 misaligned reload), as a storage tier fails at
+// completion. The other actors pick a step kind uniformly, then a target: an offload is as likely
+// as an eviction, and a rare fault kind as likely as one with many targets. Shrinking a byte
+// towards 0 makes it the default step (the earliest request's next step), so a shrunk sequence
+// keeps only its deviations.
+enum class Actor : std::uint8_t { request, io, background, fault, config };
+constexpr std::size_t kActorCount = 5;
+
+Actor actor_of(StepKind kind) {
+    if (kind == StepKind::io_complete || kind == StepKind::io_fail || kind == StepKind::misaligned_reload) return Actor::io;
+    if (kind == StepKind::bump_model_version || kind == StepKind::change_layout) return Actor::config;
+    if (model::is_fault(kind)) return Actor::fault;
+    if (sim::is_background(kind)) return Actor::background;
+    return Actor::request;
+}
+
+std::size_t pick_step(const std::vector<model::Step>& enabled, const std::array<std::uint32_t, kActorCount>& weights,
+                      std::uint8_t choice) {
+    std::array<std::vector<std::size_t>, kActorCount> by_actor;
+    for (std::size_t i = 0; i < enabled.size(); ++i) by_actor[static_cast<std::size_t>(actor_of(enabled[i].kind))].push_back(i);
+    std::uint32_t total = 0;
+    for (std::size_t a = 0; a < kActorCount; ++a) total += by_actor[a].empty() ? 0 : weights[a];
+    std::uint32_t point = std::uint32_t{choice} * total / 256;
+    std::size_t a = 0;
+    while (by_actor[a].empty() || point >= weights[a]) {
+        if (!by_actor[a].empty()) point -= weights[a];
+        ++a;
+    }
+    const std::vector<std::size_t>& members = by_actor[a];
+    const std::uint64_t h = kvcheck::mix64(choice);
+    switch (static_cast<Actor>(a)) {
+        case Actor::request: return point < weights[a] / 4 * 3 ? members.front() : members[choice % members.size()];
+        case Actor::io: {
+            std::vector<std::uint32_t> ops;
+            for (std::size_t i : members)
+                if (std::find(ops.begin(), ops.end(), enabled[i].target) == ops.end()) ops.push_back(enabled[i].target);
+            const std::uint32_t op = ops[h % ops.size()];
+            std::vector<std::size_t> outcomes;  // the faulty ones; success is taken apart
+            std::size_t success = enabled.size();
+            for (std::size_t i : members) {
+                if (enabled[i].target != op) continue;
+                if (enabled[i].kind == StepKind::io_complete) success = i;
+                else outcomes.push_back(i);
+            }
+            const std::uint64_t roll = h / ops.size();
+            if (outcomes.empty() || (success != enabled.size() && roll % 2 == 0)) return success;
+            return outcomes[(roll / 2) % outcomes.size()];
+        }
+        case Actor::background:
+        case Actor::fault:
+        case Actor::config: break;
+    }
+    std::vector<StepKind> kinds;
+    for (std::size_t i : members)
+        if (std::find(kinds.begin(), kinds.end(), enabled[i].kind) == kinds.end()) kinds.push_back(enabled[i].kind);
+    const StepKind kind = kinds[h % kinds.size()];
+    std::vector<std::size_t> targets;
+    for (std::size_t i : members)
+        if (enabled[i].kind == kind) targets.push_back(i);
+    return targets[(h / kinds.size()) % targets.size()];
+}
+
+// A narrow recogniser for a false positive of the model's FM4 check (docs/invariants.md, "Open
+// issues"). FM4 judges an indexer read by looking its KV block up in the prefix index. When a
+// duplicate KV segment for the same prefix was published and then evicted, the index no longer
+// names the KV block the reader actually reads (pinned, live, unpublished), so FM4 fires although
+// the index was built over exactly that block's version and the content equals the ground truth.
+// The recogniser matches only that situation, so every other violation still fails the
+// properties; CaseRun::filtered counts how often it fired. Delete it once the model is fixed.
+bool fm4_kv_unpublished(const model::World& w, const model::StepOutcome& outcome, const model::Violation& v) {
+    if (v.invariant != "FM4_index_version" || outcome.read_request == model::kNone) return false;
+    const std::vector<model::ReadFact> facts = model::read_facts(w, outcome.read_request);
+    for (const model::ReadFact& f : facts) {
+        if (f.index_ok) continue;
+        if (!f.present || !f.epoch_ok || f.expected != f.actual) return false;
+        const model::CacheGroup& grp = w.group(f.entry.group);
+        const model::Segment& index = w.segments[f.entry.segment];
+        const bool kv_read_matches = std::any_of(facts.begin(), facts.end(), [&](const model::ReadFact& kv) {
+            return kv.present && kv.epoch_ok && kv.entry.group == grp.indexed_group && kv.entry.start == f.entry.start &&
+                   kv.entry.end == f.entry.end && !w.segments[kv.entry.segment].published &&
+                   w.segments[kv.entry.segment].data_version == index.indexed_version;
+        });
+        if (!kv_read_matches) return false;
+    }
+    return true;
+}
+
+struct CaseRun {
+    std::vector<model::Step> steps;            // every step taken, through the violating one
+    std::vector<std::string> described;
+    std::vector<model::Violation> violations;  // of the first step that raised the watched invariant
+    bool violated = false;
+    std::size_t filtered = 0;                  // known false positives dropped
+    std::array<std::size_t, 4> verdicts{};     // lookups by verdict (model::VerdictKind)
+    std::size_t resumed_reads = 0;             // reads that resumed from the cache (resume_len > 0)
+};
+
+// The step kinds still allowed. Like the explorer's budgets, at most max_faults fault steps and
+// max_background evictions/offloads are taken, except that the fault budget is kept per fault
+// actor (I/O faults, segment faults, version/config changes): a configuration change early in a
+// run then cannot use up the budget of a load failure late in it.
+std::uint32_t allowed_kinds(const sim::Scope& scope, const std::array<std::uint8_t, kActorCount>& faults_used,
+                            std::uint8_t background_used) {
+    std::uint32_t kinds = scope.step_kinds;
+    for (int k = 0; k < model::kStepKindCount; ++k) {
+        const auto kind = static_cast<StepKind>(k);
+        if (model::is_fault(kind) && faults_used[static_cast<std::size_t>(actor_of(kind))] >= scope.max_faults)
+            kinds &= ~model::kind_bit(kind);
+    }
+    if (background_used >= scope.max_background) kinds &= ~sim::background_kinds();
+    return kinds;
+}
+
+// Runs one case. Stops at the first step whose violations include `watch` (any invariant when empty).
+// A request's first lookup is held back until its arrival step, unless nothing else could run.
+CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arrivals, const std::array<std::uint32_t, kActorCount>& weights,
+             const model::Defenses& defenses, const std::vector<std::uint8_t>& choices, const std::string& watch) {
+    CaseRun run;
+    model::World world = sim::initial_world(scope, defenses);
+    std::array<std::uint8_t, kActorCount> faults{};
+    std::uint8_t background = 0;
+    std::vector<model::Step> enabled;
+    std::vector<model::Violation> found;
+    std::vector<model::Violation> kept;
+    for (std::size_t i = 0; i < choices.size() + kTailSteps; ++i) {
+        model::enabled_steps(world, allowed_kinds(scope, faults, background), enabled);
+        const auto not_arrived = [&](const model::Step& s) {
+            return s.kind == StepKind::lookup && world.requests[s.target].lookups == 0 && i < arrivals[s.target];
+        };
+        if (!std::all_of(enabled.begin(), enabled.end(), not_arrived))
+            enabled.erase(std::remove_if(enabled.begin(), enabled.end(), not_arrived), enabled.end());
+        if (enabled.empty()) break;
+        const model::Step step = enabled[pick_step(enabled, weights, i < choices.size() ? choices[i] : 0)];
+        run.described.push_back(model::describe(world, step));
+        run.steps.push_back(step);
+        const model::StepOutcome outcome = model::apply(world, step);
+        if (outcome.lookup) ++run.verdicts[static_cast<std::size_t>(outcome.lookup->verdict)];
+        if (step.kind == StepKind::read && world.requests[step.target].resume_len > 0) ++run.resumed_reads;
+        if (model::is_fault(step.kind)) ++faults[static_cast<std::size_t>(actor_of(step.kind))];
+        if (sim::is_background(step.kind)) ++background;
+        found.clear();
+        model::check_invariants(world, outcome, /*structural=*/true, found);
+        kept.clear();
+        for (const model::Violation& v : found) {
+            if (fm4_kv_unpublished(world, outcome, v)) ++run.filtered;
+            else kept.push_back(v);
+        }
+        if (sim::violates(kept, watch)) {
+            run.violations = kept;
+            run.violated = true;
+            return run;
+        }
+    }
+    return run;
+}
+
+std::string format_run(const CaseRun& run) {
+    std::ostringstream out;
+    for (std::size_t i = 0; i < run.described.size(); ++i) out << "  " << i + 1 << ". " << run.described[i] << "\n";
+    for (const model::Violation& v : run.violations) out << "  violated " << v.invariant << ": " << v.message << "\n";
+    return out.str();
+}
+
+// RapidCheck scales generated ranges with the test's size; the scope and the choice bytes are
+// drawn at full size from the first case on, and a sequence holds up to kChoicesMax bytes.
+constexpr int kFullSize = 100;
+constexpr int kChoicesMax = 128;
+
+rc::Gen<std::vector<std::uint8_t>> gen_choices() {
+    const rc::Gen<std::uint8_t> byte = rc::gen::resize(
+        kFullSize, rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 256), [](std::uint32_t b) { return static_cast<std::uint8_t>(b); }));
+    return rc::gen::resize(kChoicesMax, rc::gen::container<std::vector<std::uint8_t>>(byte));
+}
+
+struct Search {
+    bool found = false;
+    int cases = 0;       // successful cases before the first counterexample
+    CaseRun shrunk;          // the last failing run: after shrinking, the minimal counterexample
+    std::string draw;    // the shrunk scope draw
+    double seconds = 0;
+    std::string error;   // set when RapidCheck gave up or failed internally
+    std::size_t runs = 0;      // cases run, shrinking included
+    std::size_t steps = 0;     // steps taken over all runs
+    std::size_t filtered = 0;  // known false positives dropped over all runs
+    std::array<std::size_t, model::kStepKindCount> kinds{};  // steps taken by kind, over all runs
+    std::array<std::size_t, 4> verdicts{};                   // lookups by verdict, over all runs
+    std::size_t resumed_reads = 0;
+};
+
+// RapidCheck's default listener registers every failure for a "reproduce with RC_PARAMS" note at
+// exit; here failures are expected (mutants) or reported by the test itself with the seed.
+class QuietListener : public rc::detail::TestListener {
+public:
+    void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+    void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+    void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+// Checks "no violation of `watch`" for `defenses`, deterministically from `seed`.
+Search search(const model::Defenses& defenses, const std::string& watch, bool vary_rollout, std::uint64_t seed, int max_success,
+              int max_size) {
+    Search result;
+    const auto started = std::chrono::steady_clock::now();
+    const auto property = [&] {
+        const ScopeDraw draw = *rc::gen::resize(kFullSize, gen_scope(vary_rollout));
+        const std::vector<std::uint8_t> choices = *gen_choices();
+        std::vector<std::uint32_t> arrivals;
+        for (const RequestDraw& r : draw.requests) arrivals.push_back(r.arrival_step);
+        const CaseRun run = run_case(build_scope(draw), arrivals, draw.actor_weights, defenses, choices, watch);
+        ++result.runs;
+        result.steps += run.steps.size();
+        result.filtered += run.filtered;
+        for (const model::Step& step : run.steps) ++result.kinds[static_cast<std::size_t>(step.kind)];
+        for (std::size_t v = 0; v < 4; ++v) result.verdicts[v] += run.verdicts[v];
+        result.resumed_reads += run.resumed_reads;
+        if (run.violated) {
+            result.shrunk = run;
+            std::ostringstream shown;
+            showValue(draw, shown);
+            result.draw = shown.str();
+        }
+        RC_ASSERT(!run.violated);
+    };
+    rc::detail::TestParams params;
+    params.seed = seed;
+    params.maxSuccess = max_success;
+    params.maxSize = max_size;
+    rc::detail::TestMetadata metadata;
+    metadata.id = watch;
+    metadata.description = watch;
+    QuietListener listener;
+    const rc::detail::TestResult outcome = rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params, listener);
+    rc::detail::FailureResult failure;
+    rc::detail::SuccessResult success;
+    rc::detail::GaveUpResult gave_up;
+    rc::detail::Error error;
+    if (outcome.match(failure)) {
+        result.found = true;
+        result.cases = failure.numSuccess;
+    } else if (outcome.match(success)) {
+        result.cases = success.numSuccess;
+    } else if (outcome.match(gave_up)) {
+        result.error = "gave up: " + gave_up.description;
+    } else if (outcome.match(error)) {
+        result.error = "error: " + error.description;
+    }
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+constexpr std::uint64_t kValidatedSeed = 0x76616c6964ULL;
+constexpr int kValidatedCases = 30'000;
+constexpr std::uint64_t kMutantSeed = 0x6d7574616e74ULL;
+// A generous bound: the rarest mutants (those needing a fault on an in-flight load) are caught
+// after about 10,000 cases on average; the fixed seed makes every run identical.
+constexpr int kMutantCasesMax = 100'000;
+constexpr std::size_t kShortSteps = 40;
+
+std::vector<std::string> mutant_names() {
+    std::vector<std::string> out;
+    for (const model::PolicyInfo& p : model::policies())
+        if (p.name != "validated") out.push_back(p.name);
+    return out;
+}
+
+std::string test_name(const testing::TestParamInfo<std::string>& info) {
+    std::string out = info.param;
+    std::replace(out.begin(), out.end(), '-', '_');
+    return out;
+}
+
+}  // namespace
+
+// The driver runs every request to the end when the drawn integers run out: with none drawn, all
+// requests of a scope finish under validated, and no step is taken twice past the end.
+TEST(ModelProperty, DefaultStepsRunEveryRequestToTheEnd) {
+    ScopeDraw draw;
+    draw.requests = {{0, 0, 4, 16, 0}, {0, 4, 6, 0, 0}, {1, 3, 8, 32, 5}};
+    draw.budget_bytes = 60'000;
+    draw.fault_mask = (1u << kFaultKindCount) - 1;
+    draw.max_faults = 2;
+    draw.max_background = 2;
+    draw.actor_weights = {128, 40, 40, 40, 12};
+    const sim::Scope scope = build_scope(draw);
+    const CaseRun run = run_case(scope, {0, 0, 5}, draw.actor_weights, model::find_policy("validated")->defenses, {}, "");
+    EXPECT_FALSE(run.violated) << format_run(run);
+    model::World world = sim::initial_world(scope, model::find_policy("validated")->defenses);
+    for (const model::Step& step : run.steps) model::apply(world, step);
+    for (const model::Request& r : world.requests) EXPECT_EQ(r.phase, model::Phase::done) << format_run(run);
+    std::vector<model::Step> left;
+    model::enabled_steps(world, sim::actor_kinds(), left);
+    EXPECT_TRUE(left.empty()) << "an actor step is still enabled after the run";
+}
+
+// The search is deterministic: the same seed finds the same case and shrinks it to the same steps.
+TEST(ModelProperty, SameSeedSameCounterexample) {
+    const model::PolicyInfo& p = *model::find_policy("no-swa-expiry");
+    const Search first = search(p.defenses, p.breaks, false, kMutantSeed, kMutantCasesMax, kFullSize);
+    const Search second = search(p.defenses, p.breaks, false, kMutantSeed, kMutantCasesMax, kFullSize);
+    ASSERT_TRUE(first.found);
+    EXPECT_EQ(first.cases, second.cases);
+    EXPECT_EQ(first.runs, second.runs);
+    EXPECT_EQ(first.shrunk.steps, second.shrunk.steps);
+    EXPECT_EQ(first.draw, second.draw);
+}
+
+// (a) The validated policy never violates any invariant (structural checks on) over random scopes
+// with every actor, every rollout mode and random fault classes; and the runs are not vacuous:
+// every step kind was taken and every verdict given at least 30 times, and a tenth of the cases
+// resumed a read from the cache.
+TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
+    const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
+                            kFullSize);
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_FALSE(s.found) << "seed=0x" << std::hex << kValidatedSeed << std::dec << ": case " << s.cases + 1
+                          << " violates, shrunk to\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+    for (int k = 0; k < model::kStepKindCount; ++k)
+        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u) << "step kind " << model::step_kind_name(static_cast<StepKind>(k))
+                                                              << " is rarely reached";
+    for (std::size_t v = 0; v < 4; ++v)
+        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
+    EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
+    std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
+              << s.filtered << " known FM4 false positives dropped, " << s.seconds << " s\nsteps by kind:";
+    for (int k = 0; k < model::kStepKindCount; ++k)
+        std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
+    std::cout << "\nverdicts:";
+    for (std::size_t v = 0; v < 4; ++v) std::cout << " " << model::verdict_name(static_cast<model::VerdictKind>(v)) << "=" << s.verdicts[v];
+    std::cout << "\n";
+}
+
+// (b) Each mutant is caught: RapidCheck finds a case violating the invariant the policy table
+// says the mutant breaks, and shrinks it to a short step sequence.
+class MutantProperty : public testing::TestWithParam<std::string> {};
+
+TEST_P(MutantProperty, CaughtWithAShortCounterexample) {
+    const model::PolicyInfo* p = model::find_policy(GetParam());
+    ASSERT_NE(p, nullptr);
+    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/false, kMutantSeed, kMutantCasesMax, kFullSize);
+    ASSERT_TRUE(s.error.empty()) << s.error;
+    ASSERT_TRUE(s.found) << p->name << " not caught in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed << std::dec
+                         << ", " << s.seconds << " s)";
+    EXPECT_TRUE(sim::violates(s.shrunk.violations, p->breaks));
+    EXPECT_LE(s.shrunk.steps.size(), kShortSteps) << "scope: " << s.draw << "\n" << format_run(s.shrunk);
+    std::cout << p->name << " (breaks " << p->breaks << "): caught after " << s.cases + 1 << " cases, shrunk to "
+              << s.shrunk.steps.size() << " steps in " << s.runs << " runs, " << s.seconds << " s (seed=0x" << std::hex
+              << kMutantSeed << std::dec << ")\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMutant, MutantProperty, testing::ValuesIn(mutant_names()), test_name);
