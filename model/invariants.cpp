@@ -207,6 +207,21 @@ void check_structure(const World& w, std::vector<Violation>& out) {
 
 }  // namespace
 
+namespace {
+
+// The KV segment an index entry routes over: the one this read takes for the same range (an
+// index is judged against the KV actually read), else what the prefix index publishes now.
+std::uint32_t indexed_kv(const World& w, const Request& q, const PlanEntry& e) {
+    const auto kv_group = static_cast<std::uint8_t>(w.group(e.group).indexed_group);
+    for (const PlanEntry& other : q.plan)
+        if (other.group == kv_group && other.start == e.start && other.end == e.end && other.segment != kNone &&
+            w.segments[other.segment].live)
+            return other.segment;
+    return w.find(q.spec->key(e.end), kv_group, false);
+}
+
+}  // namespace
+
 std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
     const Request& q = w.requests[r];
     const RequestSpec& spec = *q.spec;
@@ -230,7 +245,7 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
             f.layout_ok = s.layout_id == w.current_layout(e.group);
             f.whole = s.whole && s.stage != Stage::evicting;
             if (grp.kind == GroupKind::indexer) {
-                const std::uint32_t kv = w.find(s.key, static_cast<std::uint8_t>(grp.indexed_group), false);
+                const std::uint32_t kv = indexed_kv(w, q, e);
                 f.index_ok = kv != kNone && w.segments[kv].data_version == s.indexed_version;
             }
         }
@@ -241,7 +256,7 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
             if (e.form == Form::uncompressed_tail) {
                 f.expected = hash_combine(base, q.resume_len / grp.segment_tokens * grp.segment_tokens) | 1;
             } else if (grp.kind == GroupKind::indexer) {
-                const std::uint32_t kv = w.find(spec.key(e.end), static_cast<std::uint8_t>(grp.indexed_group), false);
+                const std::uint32_t kv = indexed_kv(w, q, e);
                 f.expected = hash_combine(base, kv == kNone ? 0 : w.segments[kv].data_version) | 1;
             } else {
                 f.expected = base;

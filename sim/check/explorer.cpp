@@ -138,8 +138,9 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 }
                 next.push_back({child, node, faults, background});
             }
-            if (nodes.size() >= options.max_states || elapsed() >= options.max_seconds) {
-                report.bound_hit = nodes.size() >= options.max_states ? "max_states" : "max_seconds";
+            const bool stop = options.stop != nullptr && options.stop->load();
+            if (stop || nodes.size() >= options.max_states || elapsed() >= options.max_seconds) {
+                report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
                 next.clear();
                 level.clear();
                 break;

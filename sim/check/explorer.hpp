@@ -2,6 +2,7 @@
 // with state hashing so no state is expanded twice, so the first counterexample is a shortest one.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -18,6 +19,7 @@ struct ExploreOptions {
     bool keep_graph = false;   // store edges for the strongly-connected-component liveness analysis
     std::string target;        // record only counterexamples violating this invariant ("" = any)
     std::function<void(std::uint64_t states, std::uint32_t depth, double seconds)> progress;
+    const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C): stop, keeping what was found
 };
 
 struct ExploreReport {
@@ -27,7 +29,7 @@ struct ExploreReport {
     double seconds = 0;
     double states_per_s = 0;
     bool exhausted = false;           // every reachable state within the scope was expanded
-    std::string bound_hit;            // "", "max_states", "max_seconds" or "max_depth"
+    std::string bound_hit;            // "", "max_states", "max_seconds", "max_depth" or "interrupted"
     std::uint64_t depth_cut_states = 0;  // states left unexpanded at the depth bound
     std::optional<Counterexample> counterexample;
     std::uint64_t other_violations = 0;  // violating states not matching `target` (not expanded)

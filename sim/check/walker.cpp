@@ -95,17 +95,27 @@ FuzzReport fuzz(const FuzzOptions& o) {
     report.seed = o.seed;
     report.shard_index = o.shard_index;
     report.shard_count = o.shard_count;
-    std::atomic<std::uint64_t> next{0};
+    std::atomic<std::uint64_t> next{o.first_walk};
     std::atomic<std::uint64_t> first_violation{~0ULL};
+    std::atomic<std::uint64_t> first_skipped{~0ULL};  // lowest walk claimed but not run
     std::atomic<std::uint64_t> done{0};
     std::atomic<std::uint64_t> steps{0};
     std::mutex lock;
     auto worker = [&] {
         for (;;) {
-            const std::uint64_t n = next.fetch_add(1);
-            if (o.walks != 0 && n >= o.walks) return;
+            if (o.stop != nullptr && o.stop->load()) return;
             if (o.seconds > 0 && elapsed() >= o.seconds) return;
-            if (o.stop_at_first && n > first_violation.load()) return;
+            const std::uint64_t n = next.fetch_add(1);
+            if (o.walks != 0 && n >= o.walks) {
+                next.store(o.walks);
+                return;
+            }
+            if (o.stop_at_first && n > first_violation.load()) {
+                std::uint64_t current = first_skipped.load();
+                while (n < current && !first_skipped.compare_exchange_weak(current, n)) {
+                }
+                return;
+            }
             const std::uint64_t index = n * o.shard_count + o.shard_index;
             const Scope scope = o.swarm ? swarm_scope(o.seed, index) : o.base;
             Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
@@ -134,6 +144,9 @@ FuzzReport fuzz(const FuzzOptions& o) {
     std::sort(report.violations.begin(), report.violations.end(), [](const FoundViolation& a, const FoundViolation& b) { return a.walk < b.walk; });
     if (o.stop_at_first && report.violations.size() > 1) report.violations.resize(1);
     report.walks = done.load();
+    // Workers stop claiming before they stop running, so every claimed walk has completed.
+    report.next_walk = std::min({next.load(), first_skipped.load(), o.walks == 0 ? next.load() : o.walks});
+    report.interrupted = o.stop != nullptr && o.stop->load();
     report.steps = steps.load();
     report.seconds = elapsed();
     return report;
@@ -150,7 +163,17 @@ nlohmann::json fuzz_json(const FuzzReport& r) {
                          {"scenario", steps_scenario_json(v.scope, r.policy, v.counterexample.steps, "found by kvcheck fuzz", nullptr)}});
     }
     return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
-            {"walks", r.walks}, {"steps", r.steps}, {"violations", found}};
+            {"walks", r.walks}, {"steps", r.steps}, {"next_walk", r.next_walk}, {"interrupted", r.interrupted},
+            {"violations", found}};
+}
+
+nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options) {
+    options.first_walk = previous.at("next_walk").get<std::uint64_t>();
+    options.seed = previous.at("seed").get<std::uint64_t>();
+    options.policy = previous.at("policy").get<std::string>();
+    options.shard_index = previous.at("shard").at(0).get<std::uint32_t>();
+    options.shard_count = previous.at("shard").at(1).get<std::uint32_t>();
+    return previous.at("violations");
 }
 
 nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards) {

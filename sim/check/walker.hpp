@@ -3,6 +3,7 @@
 // threads and shards change only who runs a walk, never what it does.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,6 +28,8 @@ struct FuzzOptions {
     Scope base = named_scope("reference");
     std::uint32_t depth = 120;         // steps per walk
     std::function<void(std::uint64_t walks_done)> progress;
+    const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C) to stop after the walks in flight
+    std::uint64_t first_walk = 0;             // resume: walks [0, first_walk) of this shard are done
 };
 
 struct FoundViolation {
@@ -41,7 +44,9 @@ struct FuzzReport {
     std::uint64_t seed = 0;
     std::uint32_t shard_index = 0;
     std::uint32_t shard_count = 1;
-    std::uint64_t walks = 0;           // walks completed
+    std::uint64_t walks = 0;           // walks completed by this run
+    std::uint64_t next_walk = 0;       // every walk of this shard below this (shard-local) number is done
+    bool interrupted = false;
     std::uint64_t steps = 0;
     std::vector<FoundViolation> violations;  // sorted by walk index
     double seconds = 0;
@@ -53,6 +58,9 @@ FuzzReport fuzz(const FuzzOptions& options);
 Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
 
 nlohmann::json fuzz_json(const FuzzReport& report);
+// Reads a fuzz.json written by an interrupted (or finished) run, to continue it with --resume:
+// fills first_walk from its next_walk and returns the violations found so far (as JSON).
+nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options);
 // Merges shard results deterministically: walks and steps add up, violations are ordered by walk.
 nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards);
 

@@ -1,7 +1,10 @@
 // `kvcheck check`, `kvcheck fuzz`, `kvcheck merge` and `kvcheck mutants`: the model checker's
 // front door. Counterexamples come out as a numbered step list, counterexample.json (a scenario
 // `kvcheck run` reproduces without the checker) and counterexample.dot.
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +22,17 @@
 namespace kvcheck::cli {
 
 namespace {
+
+// Ctrl-C during check or fuzz: the work stops where it is and keeps what it found.
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) { interrupted.store(true); }
+
+void catch_interrupt() {
+    interrupted.store(false);
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
+}
 
 const model::PolicyInfo& policy_or_throw(const std::string& name) {
     const model::PolicyInfo* p = model::find_policy(name);
@@ -73,6 +87,8 @@ void register_check(CLI::App& app, Common& common) {
         options.max_seconds = a->max_seconds;
         options.target = a->target;
         options.keep_graph = a->liveness;
+        options.stop = &interrupted;
+        catch_interrupt();
         Progress progress(a->quiet, "check " + a->policy);
         options.progress = [&](std::uint64_t states, std::uint32_t depth, double) { progress.update(states, 0, "states, depth " + std::to_string(depth)); };
         const sim::ExploreReport r = sim::explore(scope, policy.defenses, options);
@@ -112,6 +128,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     auto quiet = std::make_shared<bool>(false);
     auto keep_going = std::make_shared<bool>(false);
     auto no_swarm = std::make_shared<bool>(false);
+    auto resume = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("fuzz", "Seeded random walks with swarm testing over larger scopes");
     cmd->add_option("--policy", o->policy, "Policy (default validated)");
     cmd->add_option("--seed", o->seed, "Root seed (walk i uses a seed derived from it and i)");
@@ -122,6 +139,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_option("--depth", o->depth, "Steps per walk");
     cmd->add_option("--out", *out, "Write fuzz.json (for kvcheck merge) and the first counterexample here");
     cmd->add_flag("--keep-going", *keep_going, "Run to the budget instead of stopping at the first violation");
+    cmd->add_option("--resume", *resume, "Continue from a fuzz.json written by an interrupted run (same budget flags)");
     cmd->add_flag("--no-swarm", *no_swarm, "Walk the reference scope instead of drawing a scope per walk");
     cmd->add_flag("--json", *json, "Print fuzz.json to stdout");
     cmd->add_flag("--quiet", *quiet, "No progress line");
@@ -140,13 +158,34 @@ void register_fuzz(CLI::App& app, Common& common) {
         if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         o->stop_at_first = !*keep_going;
         o->swarm = !*no_swarm;
+        nlohmann::json carried = nlohmann::json::array();
+        std::uint64_t walks_before = 0;
+        std::uint64_t steps_before = 0;
+        if (!resume->empty()) {
+            const nlohmann::json previous = sim::parse_json_text(sim::read_file(*resume), *resume);
+            if (!previous.is_object() || !previous.contains("next_walk") || !previous.contains("shard"))
+                throw sim::InputError(*resume, "/next_walk", "expected a fuzz.json written by kvcheck fuzz --out");
+            carried = sim::resume_point(previous, *o);
+            walks_before = previous.value("walks", 0ULL);
+            steps_before = previous.value("steps", 0ULL);
+        }
+        o->stop = &interrupted;
+        catch_interrupt();
         std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
                      o->policy.c_str(), shard->c_str(), o->threads);
         Progress progress(*quiet, "fuzz " + o->policy);
         o->progress = [&](std::uint64_t walks) { progress.update(walks, o->walks, "walks"); };
         const sim::FuzzReport r = sim::fuzz(*o);
         progress.done();
-        const nlohmann::json j = sim::fuzz_json(r);
+        nlohmann::json j = sim::fuzz_json(r);
+        for (const nlohmann::json& v : carried) j["violations"].push_back(v);
+        j["walks"] = j["walks"].get<std::uint64_t>() + walks_before;
+        j["steps"] = j["steps"].get<std::uint64_t>() + steps_before;
+        std::sort(j["violations"].begin(), j["violations"].end(),
+                  [](const nlohmann::json& x, const nlohmann::json& y) { return x["walk"] < y["walk"]; });
+        if (r.interrupted)
+            std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s/fuzz.json ...\n",
+                         static_cast<unsigned long long>(r.walks), out->empty() ? "DIR" : out->c_str());
         if (!out->empty()) {
             sim::ensure_directory(*out);
             sim::write_file_atomic(*out + "/fuzz.json", j.dump(2) + "\n");
@@ -165,7 +204,7 @@ void register_fuzz(CLI::App& app, Common& common) {
             std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s --seed %llu --walks %llu --shard %s%s\n", o->policy.c_str(),
                          static_cast<unsigned long long>(o->seed), static_cast<unsigned long long>(r.violations.front().walk / o->shard_count + 1),
                          shard->c_str(), o->swarm ? "" : " --no-swarm");
-        common.exit_code = r.violations.empty() ? 0 : 1;
+        common.exit_code = j["violations"].empty() ? 0 : 1;
     });
 }
 
