@@ -688,6 +688,7 @@ TEST(RedLines, Rl3EvictionBetweenLookupAndPin) {
             EXPECT_TRUE(p.w.requests[p.b].plan.empty());
             const LookupResult again = lookup_step(p.w, p.b);
             EXPECT_EQ(again.verdict, VerdictKind::full_recompute);
+            EXPECT_FALSE(plan_reads(p.w.requests[p.b], victim)) << "the evicted segment is never read";
             for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit,
                                StepKind::finish})
                 ok(p.w, k, p.b);
