@@ -204,37 +204,11 @@ std::size_t pick_step(const std::vector<model::Step>& enabled, const std::array<
     return targets[(h / kinds.size()) % targets.size()];
 }
 
-// A narrow recogniser for a false positive of the model's FM4 check (docs/invariants.md, "Open
-// issues"). FM4 judges an indexer read by looking its KV block up in the prefix index. When a
-// duplicate KV segment for the same prefix was published and then evicted, the index no longer
-// names the KV block the reader actually reads (pinned, live, unpublished), so FM4 fires although
-// the index was built over exactly that block's version and the content equals the ground truth.
-// The recogniser matches only that situation, so every other violation still fails the
-// properties; CaseRun::filtered counts how often it fired. Delete it once the model is fixed.
-bool fm4_kv_unpublished(const model::World& w, const model::StepOutcome& outcome, const model::Violation& v) {
-    if (v.invariant != "FM4_index_version" || outcome.read_request == model::kNone) return false;
-    const std::vector<model::ReadFact> facts = model::read_facts(w, outcome.read_request);
-    for (const model::ReadFact& f : facts) {
-        if (f.index_ok) continue;
-        if (!f.present || !f.epoch_ok || f.expected != f.actual) return false;
-        const model::CacheGroup& grp = w.group(f.entry.group);
-        const model::Segment& index = w.segments[f.entry.segment];
-        const bool kv_read_matches = std::any_of(facts.begin(), facts.end(), [&](const model::ReadFact& kv) {
-            return kv.present && kv.epoch_ok && kv.entry.group == grp.indexed_group && kv.entry.start == f.entry.start &&
-                   kv.entry.end == f.entry.end && !w.segments[kv.entry.segment].published &&
-                   w.segments[kv.entry.segment].data_version == index.indexed_version;
-        });
-        if (!kv_read_matches) return false;
-    }
-    return true;
-}
-
 struct CaseRun {
     std::vector<model::Step> steps;            // every step taken, through the violating one
     std::vector<std::string> described;
     std::vector<model::Violation> violations;  // of the first step that raised the watched invariant
     bool violated = false;
-    std::size_t filtered = 0;                  // known false positives dropped
     std::array<std::size_t, 4> verdicts{};     // lookups by verdict (model::VerdictKind)
     std::size_t resumed_reads = 0;             // reads that resumed from the cache (resume_len > 0)
 };
@@ -265,7 +239,6 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
     std::uint8_t background = 0;
     std::vector<model::Step> enabled;
     std::vector<model::Violation> found;
-    std::vector<model::Violation> kept;
     for (std::size_t i = 0; i < choices.size() + kTailSteps; ++i) {
         model::enabled_steps(world, allowed_kinds(scope, faults, background), enabled);
         const auto not_arrived = [&](const model::Step& s) {
@@ -284,13 +257,8 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         if (sim::is_background(step.kind)) ++background;
         found.clear();
         model::check_invariants(world, outcome, /*structural=*/true, found);
-        kept.clear();
-        for (const model::Violation& v : found) {
-            if (fm4_kv_unpublished(world, outcome, v)) ++run.filtered;
-            else kept.push_back(v);
-        }
-        if (sim::violates(kept, watch)) {
-            run.violations = kept;
+        if (sim::violates(found, watch)) {
+            run.violations = found;
             run.violated = true;
             return run;
         }
@@ -325,7 +293,6 @@ struct Search {
     std::string error;   // set when RapidCheck gave up or failed internally
     std::size_t runs = 0;      // cases run, shrinking included
     std::size_t steps = 0;     // steps taken over all runs
-    std::size_t filtered = 0;  // known false positives dropped over all runs
     std::array<std::size_t, model::kStepKindCount> kinds{};  // steps taken by kind, over all runs
     std::array<std::size_t, 4> verdicts{};                   // lookups by verdict, over all runs
     std::size_t resumed_reads = 0;
@@ -353,7 +320,6 @@ Search search(const model::Defenses& defenses, const std::string& watch, bool va
         const CaseRun run = run_case(build_scope(draw), arrivals, draw.actor_weights, defenses, choices, watch);
         ++result.runs;
         result.steps += run.steps.size();
-        result.filtered += run.filtered;
         for (const model::Step& step : run.steps) ++result.kinds[static_cast<std::size_t>(step.kind)];
         for (std::size_t v = 0; v < 4; ++v) result.verdicts[v] += run.verdicts[v];
         result.resumed_reads += run.resumed_reads;
@@ -465,7 +431,7 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
         EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
     EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
     std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
-              << s.filtered << " known FM4 false positives dropped, " << s.seconds << " s\nsteps by kind:";
+              << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
         std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
     std::cout << "\nverdicts:";
