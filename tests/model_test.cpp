@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/core.hpp"
@@ -354,6 +355,39 @@ TEST(IndexerState, SkewedIndexIsReportedStale) {
             EXPECT_TRUE(names(take(p.w, StepKind::read, p.b).violations).count("FM4_index_version"));
         }
     }
+}
+
+// Regression (found by the RapidCheck property): a request recomputes a KV block another request
+// cached, publishing its copy unpublishes the original, and admission then evicts the copy. The
+// reader still holds the original, so FM4 must judge the index against the KV the read takes,
+// not against the (now empty) prefix index: the read is clean.
+TEST(IndexerState, IndexJudgedAgainstTheKvTheReadTakes) {
+    World w = toy_world("validated", 29'184);
+    const std::uint32_t r0 = add(w, 0, {1000, 1001, 1002}, 48, 0);
+    const std::uint32_t r1 = add(w, 1, {1000, 2001, 2002}, 48, 24);
+    const std::uint32_t r2 = add(w, 2, {1000, 1001}, 32, 0);
+    for (auto [kind, r] : std::vector<std::pair<StepKind, std::uint32_t>>{
+             {StepKind::lookup, r1}, {StepKind::pin, r1}, {StepKind::lookup, r2}, {StepKind::pin, r2},
+             {StepKind::revalidate, r2}, {StepKind::allocate, r2}, {StepKind::read, r2}, {StepKind::commit, r2},
+             {StepKind::lookup, r0}, {StepKind::revalidate, r1}, {StepKind::pin, r0}, {StepKind::finish, r2},
+             {StepKind::allocate, r1}, {StepKind::read, r1}, {StepKind::commit, r1}})
+        ok(w, kind, r);
+    std::uint32_t swa_of_r1 = kNone;
+    for (std::uint32_t id = 0; id < w.segments.size(); ++id)
+        if (w.segments[id].live && w.segments[id].group == kSwa && w.segments[id].start == 0 && w.segments[id].owner == 1) swa_of_r1 = id;
+    ASSERT_NE(swa_of_r1, kNone);
+    ok(w, StepKind::offload, swa_of_r1);
+    for (StepKind k : {StepKind::decode, StepKind::decode, StepKind::finish}) ok(w, k, r1);
+    ok(w, StepKind::revalidate, r0);
+    ok(w, StepKind::allocate, r0);
+    const std::uint64_t key = w.requests[r0].spec->key(16);
+    ASSERT_EQ(w.find(key, kC1, false), kNone) << "the situation: no c1 block for [0,16) is published";
+    const auto kv = std::find_if(w.requests[r0].plan.begin(), w.requests[r0].plan.end(),
+                                 [](const PlanEntry& e) { return e.group == kC1 && e.start == 0; });
+    ASSERT_NE(kv, w.requests[r0].plan.end());
+    EXPECT_TRUE(w.segments[kv->segment].live);
+    EXPECT_FALSE(w.segments[kv->segment].published);
+    ok(w, StepKind::read, r0);
 }
 
 // On-disk prefix: an offload (which takes the indexer pages along) makes the KV on_disk; a lookup
