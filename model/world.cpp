@@ -44,9 +44,6 @@ std::string_view miss_reason_name(MissReason reason) {
         case MissReason::not_resident: return "not_resident";
         case MissReason::load_failed: return "load_failed";
         case MissReason::writing: return "incomplete";
-        case MissReason::lcm_boundary: return "lcm_boundary";
-        case MissReason::other_group: return "other_group";
-        case MissReason::stale_epoch: return "stale_epoch";
     }
     return "?";
 }

@@ -90,9 +90,8 @@ std::string_view verdict_name(VerdictKind kind);
 
 enum class MissReason : std::uint8_t {
     not_cached, rollout, version, layout, misaligned, partial_segment, tail_boundary, window_expired,
-    index_stale, not_resident, load_failed, writing, lcm_boundary, other_group, stale_epoch,
+    index_stale, not_resident, load_failed, writing,
 };
-inline constexpr int kMissReasonCount = 15;
 std::string_view miss_reason_name(MissReason reason);
 
 struct Miss {
