@@ -1,0 +1,294 @@
+// The bad-input corpus (tests/bad_input/cases.json): every malformed scenario, trace and command line
+// goes through the real kvcheck binary and must exit 2 with exactly one stderr line
+// `kvcheck: FILE:PLACE: message`, never crash, and leave nothing behind in the --out folder.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kTimeoutSeconds = 120;  // generous: the ASan build runs the same corpus
+
+const std::string kSourceDir = KVCHECK_SOURCE_DIR;
+const std::string kCorpusDir = "tests/bad_input";  // relative to the source folder, where cases run
+
+nlohmann::json load_corpus() {
+    std::ifstream in(kSourceDir + "/" + kCorpusDir + "/cases.json");
+    if (!in) return nlohmann::json::object();
+    return nlohmann::json::parse(in);
+}
+
+const nlohmann::json& corpus() {
+    static const nlohmann::json doc = load_corpus();
+    return doc;
+}
+
+// A fresh, empty folder that is removed again when the test ends.
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "kvcheck-bad-input-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
+        fs::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    return text;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+struct Outcome {
+    bool exited = false;   // false: killed by a signal (a crash) or by the timeout
+    int code = -1;         // exit code, or the signal number when !exited
+    bool timed_out = false;
+    std::string out;
+    std::string err;
+};
+
+// Runs kvcheck with `args` in the source folder; stdout and stderr go to files in `scratch`.
+Outcome run_kvcheck(const std::vector<std::string>& args, const std::string& scratch) {
+    const std::string out_path = scratch + "/stdout";
+    const std::string err_path = scratch + "/stderr";
+    std::vector<std::string> owned = {KVCHECK_BINARY};
+    owned.insert(owned.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : owned) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    // Everything the child touches is prepared before fork: only async-signal-safe calls follow.
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int null_fd = ::open("/dev/null", O_RDONLY);
+        if (out_fd < 0 || err_fd < 0 || null_fd < 0 || ::chdir(kSourceDir.c_str()) != 0) ::_exit(126);
+        ::dup2(null_fd, 0);
+        ::dup2(out_fd, 1);
+        ::dup2(err_fd, 2);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    Outcome o;
+    if (pid < 0) return o;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
+    int status = 0;
+    for (;;) {
+        const pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0 && errno != EINTR) return o;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            o.timed_out = true;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    o.exited = WIFEXITED(status);
+    o.code = o.exited ? WEXITSTATUS(status) : WTERMSIG(status);
+    o.out = read_text(out_path);
+    o.err = read_text(err_path);
+    return o;
+}
+
+std::vector<std::string> expand_args(const nlohmann::json& args, const std::string& out_dir) {
+    std::vector<std::string> out;
+    for (const nlohmann::json& a : args)
+        out.push_back(replace_all(replace_all(a.get<std::string>(), "{dir}", kCorpusDir), "{out}", out_dir));
+    return out;
+}
+
+std::string regex_escape(const std::string& text) {
+    static const std::string special = R"(.^$|?*+()[]{}\)";
+    std::string out;
+    for (char c : text) {
+        if (special.find(c) != std::string::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+// Everything under `dir`, relative to it, for "left behind" messages.
+std::vector<std::string> entries_under(const std::string& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        out.push_back(fs::relative(it->path(), dir).string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+    return out;
+}
+
+std::string command_line(const std::vector<std::string>& args) {
+    std::string out = "kvcheck";
+    for (const std::string& a : args) out += " " + a;
+    return out;
+}
+
+std::string test_name(const nlohmann::json& c) {
+    std::string name = c.at("name").get<std::string>();
+    for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    return name;
+}
+
+std::vector<nlohmann::json> list(const char* key) {
+    std::vector<nlohmann::json> out;
+    if (corpus().contains(key))
+        for (const nlohmann::json& c : corpus().at(key)) out.push_back(c);
+    return out;
+}
+
+class BadInput : public ::testing::TestWithParam<nlohmann::json> {};
+
+// One malformed input: exit 2, one line naming the file, the place and what was expected, no output.
+TEST_P(BadInput, ExitsTwoWithOneLineAndLeavesNothing) {
+    const nlohmann::json& c = GetParam();
+    TempDir out_dir;
+    TempDir scratch;
+    const std::vector<std::string> args = expand_args(c.at("args"), out_dir.path());
+    const std::string command = command_line(args);
+    const Outcome o = run_kvcheck(args, scratch.path());
+    ASSERT_FALSE(o.timed_out) << command << "\nran past " << kTimeoutSeconds << " s";
+    ASSERT_TRUE(o.exited) << command << "\ncrashed with signal " << o.code << "\nstderr:\n" << o.err;
+    EXPECT_EQ(o.code, 2) << command << "\nstderr:\n" << o.err;
+
+    ASSERT_FALSE(o.err.empty()) << command << "\nprinted nothing on stderr";
+    EXPECT_EQ(o.err.back(), '\n') << command << "\nstderr does not end its line:\n" << o.err;
+    const std::string line = o.err.back() == '\n' ? o.err.substr(0, o.err.size() - 1) : o.err;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << command << "\nexpected exactly one stderr line, got:\n" << o.err;
+
+    const std::string file = replace_all(c.at("expect_file").get<std::string>(), "{dir}", kCorpusDir);
+    const std::string place = c.at("expect_place_regex").get<std::string>();
+    const std::string message = c.at("expect_message_regex").get<std::string>();
+    // A whole-file problem (missing, a folder, no requests) has no place: "kvcheck: FILE: message".
+    const std::string shape = "kvcheck: " + regex_escape(file) + (place.empty() ? "" : ":(" + place + ")") + ": (.*)";
+    std::smatch parts;
+    ASSERT_TRUE(std::regex_match(line, parts, std::regex(shape)))
+        << command << "\nexpected kvcheck: " << file << (place.empty() ? "" : ":" + place) << ": ...\ngot      " << line;
+    const std::string said = parts[parts.size() - 1].str();
+    EXPECT_TRUE(std::regex_search(said, std::regex(message))) << command << "\nmessage \"" << said << "\" does not match /" << message << "/";
+
+    EXPECT_TRUE(entries_under(out_dir.path()).empty())
+        << command << "\nleft behind in the output folder: " << join(entries_under(out_dir.path()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, BadInput, ::testing::ValuesIn(list("cases")),
+                         [](const ::testing::TestParamInfo<nlohmann::json>& case_info) { return test_name(case_info.param); });
+
+class BadInputControl : public ::testing::TestWithParam<nlohmann::json> {};
+
+// The harness itself: a good input through the same path succeeds and writes what it should, so a
+// passing bad case is not an artefact of the way cases are run.
+TEST_P(BadInputControl, GoodInputSucceeds) {
+    const nlohmann::json& c = GetParam();
+    TempDir out_dir;
+    TempDir scratch;
+    const std::vector<std::string> args = expand_args(c.at("args"), out_dir.path());
+    const Outcome o = run_kvcheck(args, scratch.path());
+    ASSERT_TRUE(o.exited && !o.timed_out) << command_line(args) << "\nstderr:\n" << o.err;
+    EXPECT_EQ(o.code, c.at("expect_exit").get<int>()) << command_line(args) << "\nstderr:\n" << o.err;
+    std::set<std::string> expected;
+    for (const nlohmann::json& f : c.at("expect_created")) {
+        expected.insert(f.get<std::string>());
+        EXPECT_TRUE(fs::is_regular_file(out_dir.path() + "/" + f.get<std::string>())) << command_line(args) << "\ndid not write " << f;
+    }
+    for (const std::string& e : entries_under(out_dir.path())) {
+        if (fs::is_directory(out_dir.path() + "/" + e)) continue;
+        EXPECT_EQ(expected.count(e), 1u) << command_line(args) << "\nunexpected file " << e;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, BadInputControl, ::testing::ValuesIn(list("controls")),
+                         [](const ::testing::TestParamInfo<nlohmann::json>& case_info) { return test_name(case_info.param); });
+
+// The corpus is big enough, names are unique, and every input file in it is used by some case
+// (a file nobody runs is a case someone meant to add).
+TEST(BadInputCorpus, EveryFileIsUsedAndNamesAreUnique) {
+    const std::vector<nlohmann::json> cases = list("cases");
+    ASSERT_GE(cases.size(), 40u) << "tests/bad_input/cases.json is missing or too small";
+    std::set<std::string> names;
+    std::string all_args;
+    for (const char* key : {"cases", "controls"})
+        for (const nlohmann::json& c : list(key)) {
+            EXPECT_TRUE(names.insert(test_name(c)).second) << "duplicate case name " << c.at("name");
+            for (const nlohmann::json& a : c.at("args")) all_args += replace_all(a.get<std::string>(), "{dir}", kCorpusDir) + "\n";
+            all_args += replace_all(c.value("expect_file", ""), "{dir}", kCorpusDir) + "\n";
+        }
+    // A scenario can reach a trace through its "trace" key, so scenario texts count as users too.
+    for (const auto& entry : fs::directory_iterator(kSourceDir + "/" + kCorpusDir + "/scenarios"))
+        if (all_args.find(kCorpusDir + "/scenarios/" + entry.path().filename().string()) != std::string::npos)
+            all_args += read_text(entry.path().string());
+    all_args += read_text(kSourceDir + "/" + kCorpusDir + "/good/base.json");
+    for (const char* folder : {"scenarios", "traces", "good"})
+        for (const auto& entry : fs::directory_iterator(kSourceDir + "/" + kCorpusDir + "/" + folder)) {
+            const std::string name = entry.path().filename().string();
+            const bool used = all_args.find(kCorpusDir + "/" + folder + "/" + name) != std::string::npos ||
+                              all_args.find("../" + std::string(folder) + "/" + name) != std::string::npos;
+            EXPECT_TRUE(used) << kCorpusDir << "/" << folder << "/" << name << " is not used by any case";
+        }
+}
+
+// A scenario that cannot be read (permissions) fails like any other bad input. Root reads every
+// file regardless of its mode, so the test says so and skips there.
+TEST(BadInputCorpus, UnreadableScenarioExitsTwo) {
+    if (::geteuid() == 0) GTEST_SKIP() << "running as root: a mode-000 file is still readable";
+    TempDir dir;
+    TempDir scratch;
+    const std::string path = dir.path() + "/unreadable.json";
+    std::ofstream(path) << "{}\n";
+    ASSERT_EQ(::chmod(path.c_str(), 0), 0);
+    const Outcome o = run_kvcheck({"run", path, "--out", dir.path() + "/run"}, scratch.path());
+    ASSERT_TRUE(o.exited) << o.err;
+    EXPECT_EQ(o.code, 2) << o.err;
+    EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(path) + ": cannot read: .*\n"))) << o.err;
+    EXPECT_FALSE(fs::exists(dir.path() + "/run"));
+}
+
+}  // namespace
