@@ -10,9 +10,9 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <thread>
-#include <type_traits>
 
 #include <malloc.h>
 #include <sys/resource.h>
@@ -98,18 +98,9 @@ struct Replay {
 // Block events: state-table transitions that move one block between tiers or out of the table —
 // evictions of every form (rolling tails a slide released included), offloads started, loads
 // completed and loads failed. Creations are not counted: sim::Metrics does not record them.
-// Counts kept by form name (a map) or by form (an array): sim/metrics.hpp is moving to the latter.
-template <typename Counts>
-std::uint64_t total(const Counts& counts) {
-    std::uint64_t sum = 0;
-    for (const auto& entry : counts) {
-        if constexpr (std::is_arithmetic_v<std::decay_t<decltype(entry)>>) sum += entry;
-        else sum += entry.second;
-    }
-    return sum;
+std::uint64_t block_events(const sim::Metrics& m) {
+    return std::accumulate(m.evictions.begin(), m.evictions.end(), std::uint64_t{0}) + m.offloads + m.loads + m.load_failures;
 }
-
-std::uint64_t block_events(const sim::Metrics& m) { return total(m.evictions) + m.offloads + m.loads + m.load_failures; }
 
 void replay_once(const sim::Scenario& scenario, const std::string& policy, Replay& into) {
     sim::RunOptions options;
