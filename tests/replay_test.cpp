@@ -311,6 +311,24 @@ TEST(ReplayDeepseek, StaleIndexAndLostBlockDiverge) {
     expect_named(run(lost), c4, "compressed_kv");
 }
 
+// Proves: on deepseek-v4 a missing SWA window diverges although no logit changes: SWA is the
+// layer below only the indexer, which keeps no per-position KV of its own, so the damaged window
+// changes the outputs of the positions that read it and nothing the last position sees. Those
+// outputs are compared too (in the engine every layer's output feeds the caches above it); the
+// quickstart export's naive schedules with unregistered SWA blocks are such cases.
+TEST(ReplayDeepseek, MissingSwaWindowDivergesAlthoughLogitsAgree) {
+    // 800 tokens: the last prompt position's window [671, 799] lies after the missing [384, 512).
+    Schedule s = clean_schedule(*model::find_preset("deepseek-v4"), random_tokens(11, 800), 512, 5, 200, 3);
+    const int swa = group_named(s, "swa");
+    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), [&](const Read& r) { return r.group == swa; }), s.reads.end());
+    s.oracle_corrupt = true;
+    const ScheduleResult r = run(s);
+    EXPECT_EQ(r.resumed_hash, r.reference_hash);  // logits and tokens are equal
+    expect_named(r, swa, "swa_window");
+    EXPECT_EQ(r.divergence->position, 512);
+    EXPECT_EQ(r.agreement, Agreement::agree);
+}
+
 // Proves: bytes that travel to host memory and a file and back (offload, load) are still bit
 // exact, and that the CPU backend has no graphs to recapture.
 TEST(ReplayToy, TransportThroughHostAndFileKeepsBitExactness) {
