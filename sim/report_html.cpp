@@ -4,7 +4,6 @@
 #include "sim/report_html.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <limits>
