@@ -104,11 +104,13 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
         if (f.present && f.epoch_ok && !f.resident)
             fail("FM5_resident", entry_text(w, r, e) + " is read while registered but not resident (stage " +
                                      std::string(stage_name(w.segments[e.segment].stage)) + ")");
-        if (f.present && !f.layout_ok) fail("VL2_layout", entry_text(w, r, e) + " is read by a kernel of another layout");
+        // Layout and index judge the segment the plan named; once its epoch moved on (its id may
+        // even belong to another segment now) RL3 is what that read breaks.
+        if (f.present && f.epoch_ok && !f.layout_ok) fail("VL2_layout", entry_text(w, r, e) + " is read by a kernel of another layout");
         if (f.resident && !f.aligned)
             fail("VL4_alignment", entry_text(w, r, e) + " is read at a misaligned address");
         if (f.present && f.epoch_ok && !f.whole) fail("FM1_segment_whole", entry_text(w, r, e) + " is read with blocks missing");
-        if (f.present && !f.index_ok)
+        if (f.present && f.epoch_ok && !f.index_ok)
             fail("FM4_index_version", entry_text(w, r, e) + " routes over a KV version it was not built for");
         if (e.form == Form::uncompressed_tail && f.present) {
             const CacheGroup& grp = w.group(e.group);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 
 #include "model/core.hpp"
 
@@ -185,10 +186,9 @@ std::uint32_t add_io(World& w, const IoOp& op) {
         w.io.push_back(op);
         return static_cast<std::uint32_t>(w.io.size() - 1);
     }
-    // The lowest free slot, so that ids stay canonical for the explorer's state hashing.
-    const auto lowest = std::min_element(w.free_io.begin(), w.free_io.end());
-    const std::uint32_t id = *lowest;
-    *lowest = w.free_io.back();
+    // The lowest free slot (a min-heap), so that ids stay canonical for the explorer's hashing.
+    std::pop_heap(w.free_io.begin(), w.free_io.end(), std::greater<>());
+    const std::uint32_t id = w.free_io.back();
     w.free_io.pop_back();
     w.io[id] = op;
     return id;
@@ -350,6 +350,7 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
     Segment& s = w.segments[op.segment];
     op.live = false;
     w.free_io.push_back(op_id);
+    std::push_heap(w.free_io.begin(), w.free_io.end(), std::greater<>());
     const std::uint64_t bytes = w.bytes_of(s);
     if (op.kind == IoKind::offload) {
         if (ok) {

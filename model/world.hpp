@@ -179,7 +179,7 @@ struct World {
     std::vector<std::uint32_t> free_disk;
     FlatIndex index;                           // prefix index -> segment id
     std::vector<IoOp> io;
-    std::vector<std::uint32_t> free_io;        // finished I/O slots for reuse
+    std::vector<std::uint32_t> free_io;        // finished I/O slots for reuse (a min-heap)
     std::vector<Request> requests;             // slots; finished ones are recycled
     std::vector<std::uint32_t> free_requests;
     std::vector<Graph> graphs;                 // one per request slot

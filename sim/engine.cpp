@@ -69,7 +69,7 @@ public:
             queue_.pop();
             now_ = e.time;
             ++metrics_.events;
-            if (auto index = faults_.due_by_event(metrics_.events)) fire_fault(*index);
+            for (std::uint32_t index : faults_.due_by_event(metrics_.events)) fire_fault(index);
             switch (e.kind) {
                 case EventKind::arrival: arrive(); break;
                 case EventKind::step: {
@@ -164,6 +164,7 @@ private:
         switch (kind) {
             case StepKind::lookup: {
                 if (out.lookup && !t.looked_up) first_lookup(t, *out.lookup);
+                else if (out.lookup) count_misses(*out.lookup);  // after loads or a stale revalidation
                 if (q.phase == Phase::waiting_io) {
                     t.io_wait_start_ns = now_;
                 } else if (q.phase == Phase::arrived) {
@@ -232,6 +233,10 @@ private:
         if (res.hash_hit_len > 0) ++metrics_.hits;
         metrics_.hit_tokens += res.hash_hit_len;
         ++metrics_.verdicts[static_cast<int>(res.verdict)];
+        count_misses(res);
+    }
+
+    void count_misses(const model::LookupResult& res) {
         for (const model::Miss& m : res.misses) ++metrics_.miss_reasons[std::string(model::form_name(m.form))][std::string(model::miss_reason_name(m.reason))];
     }
 

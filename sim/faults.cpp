@@ -21,14 +21,18 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
 }
 
 void FaultInjector::schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at) {
+    // A fault with count n fires n times at its time (each firing picks its own target).
     for (std::uint32_t i = 0; i < scheduled_.size(); ++i)
-        if (scheduled_[i].spec.at_ns) at(*scheduled_[i].spec.at_ns, i);
+        if (scheduled_[i].spec.at_ns)
+            for (std::uint32_t k = 0; k < scheduled_[i].spec.count; ++k) at(*scheduled_[i].spec.at_ns, i);
 }
 
-std::optional<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) {
+std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) const {
+    std::vector<std::uint32_t> due;
     for (std::uint32_t i = 0; i < scheduled_.size(); ++i)
-        if (scheduled_[i].spec.at_event && *scheduled_[i].spec.at_event == events) return i;
-    return std::nullopt;
+        if (scheduled_[i].spec.at_event && *scheduled_[i].spec.at_event == events)
+            for (std::uint32_t k = 0; k < scheduled_[i].spec.count; ++k) due.push_back(i);
+    return due;
 }
 
 bool FaultInjector::roll(FaultClass fault) {
@@ -41,16 +45,17 @@ bool FaultInjector::roll(FaultClass fault) {
     return rate > 0 && rng_.chance_ppm(rate);
 }
 
-std::uint32_t FaultInjector::head_of(Form form) const {
+// The coldest segment of `form` the fault can still act on (one already damaged is skipped).
+void FaultInjector::first_enabled(StepKind kind, Form form, FaultClass fault, const Inject& inject) const {
     for (std::uint32_t head : world_.lru_head)
-        if (head != kNone && world_.segments[head].form == form) return head;
-    return kNone;
+        for (std::uint32_t id = head; id != kNone; id = world_.segments[id].lru_next)
+            if (world_.segments[id].form == form && inject({kind, id, 0}, fault)) return;
 }
 
 void FaultInjector::global(FaultClass fault, const Inject& inject) {
     switch (fault) {
-        case FaultClass::F1: inject({StepKind::interrupt_eviction, head_of(Form::compressed_kv), 0}, fault); break;
-        case FaultClass::F3: inject({StepKind::skew_index, head_of(Form::indexer_state), 0}, fault); break;
+        case FaultClass::F1: first_enabled(StepKind::interrupt_eviction, Form::compressed_kv, fault, inject); break;
+        case FaultClass::F3: first_enabled(StepKind::skew_index, Form::indexer_state, fault, inject); break;
         case FaultClass::F5:
             // Alternate a weights change and a layout change of the first group.
             if (version_changes_++ % 2 == 0) inject({StepKind::bump_model_version, 0, 0}, fault);
@@ -60,7 +65,7 @@ void FaultInjector::global(FaultClass fault, const Inject& inject) {
             for (std::uint32_t head : world_.lru_head)
                 if (head != kNone && inject({StepKind::migrate, head, 0}, fault)) break;
             break;
-        case FaultClass::F11: inject({StepKind::lose_block, head_of(Form::compressed_kv), 0}, fault); break;
+        case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, inject); break;
         default: ++armed_[static_cast<std::size_t>(fault)]; break;  // waits for its next opportunity
     }
 }

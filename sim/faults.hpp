@@ -25,7 +25,7 @@ public:
 
     // Hands every time-scheduled fault to `at(time, index)`; event-scheduled ones come from due_by_event.
     void schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at);
-    std::optional<std::uint32_t> due_by_event(std::uint64_t events);
+    std::vector<std::uint32_t> due_by_event(std::uint64_t events) const;
     void fire_scheduled(std::uint32_t index, const Inject& inject);
 
     void before_lookup(std::uint32_t request, const Inject& inject);  // F1, F3, F8, F11
@@ -38,7 +38,7 @@ private:
     bool roll(FaultClass fault);
     void aim(FaultClass fault, const std::vector<model::PlanEntry>& plan, const Inject& inject);
     void global(FaultClass fault, const Inject& inject);
-    std::uint32_t head_of(model::Form form) const;
+    void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, const Inject& inject) const;
 
     const model::World& world_;
     Rng rng_;
