@@ -241,7 +241,7 @@ std::string cell_misses(const NamedReport& nr, const Scales& s) {
         bars.push_back({form + " · " + reason, n, color_of(form)});
     }
     return figure("Miss reasons by form", svg::bar_chart("miss reasons", bars, s.miss_max, Unit::count),
-                  "Why hit ranges were not resumable at a first lookup; form \"any\" counts stale epochs found at revalidation.");
+                  "Why hit ranges were not resumable, counted at every lookup; form \"any\" counts stale epochs found at revalidation.");
 }
 
 std::string cell_memory(const NamedReport& nr, const Scales& s) {
