@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "model/core.hpp"
@@ -181,6 +182,10 @@ nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards) {
     std::vector<nlohmann::json> found;
     nlohmann::json covered = nlohmann::json::array();
     for (const nlohmann::json& s : shards) {
+        // One campaign only: shards of another policy, seed or shard count do not add up.
+        if (!shards.empty() && (s.at("policy") != shards.front().at("policy") || s.at("seed") != shards.front().at("seed") ||
+                                s.at("shard").at(1) != shards.front().at("shard").at(1)))
+            throw std::invalid_argument("these fuzz results come from different campaigns (policy, seed or shard count differ)");
         merged["policy"] = s.at("policy");
         merged["seed"] = s.at("seed");
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();

@@ -62,7 +62,7 @@ void register_mutants(CLI::App& app, Common& common) {
                 std::printf("%-26s %-44.44s %-9s %-24s %6zu %9.2f%s\n", p.name.c_str(), is_validated ? "(none)" : p.removes.c_str(),
                             is_validated ? (detected ? "VIOLATED" : (r.exhausted ? "clean" : "bound hit")) : (detected ? "yes" : "NO"),
                             invariant.empty() ? "-" : invariant.c_str(), steps, r.seconds,
-                            is_validated ? (" (" + std::to_string(r.states) + " states, exhaustive)").c_str() : "");
+                            is_validated ? (" (" + std::to_string(r.states) + (r.exhausted ? " states, exhaustive)" : " states)")).c_str() : "");
             if (detected && !regress->empty()) {
                 sim::ensure_directory(*regress);
                 sim::Expectation expect;
