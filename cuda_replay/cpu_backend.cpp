@@ -20,13 +20,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "model/core.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define KV_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define KV_CPU_DISPATCH 1
 #else
 #define KV_CPU_CLONES
 #endif
@@ -115,95 +118,89 @@ void split_runs(const Run& a, const Run& b, std::vector<Split>& out) {
     }
 }
 
-// 16 floats as one value: element-wise IEEE operations the compiler maps to whatever vector width
-// the clone's target has (4 SSE registers by default). Loads and stores go through memcpy.
-#if defined(__GNUC__)
-typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
-#define KV_HAVE_LANES 1
-#endif
+// W floats as one value: element-wise IEEE operations in one native vector register of the
+// target the kernel is compiled for (W = 16 for AVX-512, 8 for AVX2, 4 for SSE2). Loads and stores
+// go through memcpy.
+template <int W>
+struct VectorOf {
+    typedef float type __attribute__((vector_size(W * sizeof(float))));
+};
+template <int W>
+using Lanes = typename VectorOf<W>::type;
+
+// (Vectors are never passed or returned by value: outside their own target that changes the ABI.)
+template <int W>
+KV_CPU_INLINE void load(Lanes<W>& x, const float* p) {
+    std::memcpy(&x, p, sizeof x);
+}
 
 // Scores of 64 consecutive rows starting at `first` for one head: lane e is
 // dot(q_head, k[first + e] + head * kHeadDim, kHeadDim) * kScoreScale, summed in the same order.
+template <int W>
 KV_CPU_INLINE void lane_scores(const float* q_head, const KeysT& keys, int head, int first, float* out) {
-#if defined(KV_HAVE_LANES)
-    constexpr int kBlocks = kSplitEntries / 16;
-    Lanes s[kBlocks];
-    for (int b = 0; b < kBlocks; ++b) s[b] = Lanes{} * 0.0f;
+    constexpr int kBlocks = kSplitEntries / W;
+    Lanes<W> s[kBlocks];
+    for (int b = 0; b < kBlocks; ++b) s[b] = Lanes<W>{};
     for (int i = 0; i < kHeadDim; ++i) {
         const float qi = q_head[i];
         const float* column = keys.column(head * kHeadDim + i) + first;
         for (int b = 0; b < kBlocks; ++b) {
-            Lanes k;
-            std::memcpy(&k, column + 16 * b, sizeof k);
+            Lanes<W> k;
+            load<W>(k, column + W * b);
             s[b] = s[b] + qi * k;
         }
     }
     for (int b = 0; b < kBlocks; ++b) {
-        const Lanes scaled = s[b] * kScoreScale;
-        std::memcpy(out + 16 * b, &scaled, sizeof scaled);
+        const Lanes<W> scaled = s[b] * kScoreScale;
+        std::memcpy(out + W * b, &scaled, sizeof scaled);
     }
-#else
-    float s[kSplitEntries];
-    for (int e = 0; e < kSplitEntries; ++e) s[e] = 0.0f;
-    for (int i = 0; i < kHeadDim; ++i) {
-        const float qi = q_head[i];
-        const float* column = keys.column(head * kHeadDim + i) + first;
-        for (int e = 0; e < kSplitEntries; ++e) s[e] = s[e] + qi * column[e];
-    }
-    for (int e = 0; e < kSplitEntries; ++e) out[e] = s[e] * kScoreScale;
-#endif
 }
 
 // The maximum of sc[0, n). Its value does not depend on the order it is taken in (scores are
 // finite; only the sign of a zero maximum could differ, and neither s - m nor exp sees that).
+template <int W>
 KV_CPU_INLINE float lane_max(float* sc, int n) {
     for (int e = n; e < kSplitEntries; ++e) sc[e] = -std::numeric_limits<float>::infinity();
-#if defined(KV_HAVE_LANES)
-    Lanes m;
-    std::memcpy(&m, sc, sizeof m);
-    for (int e = 16; e < kSplitEntries; e += 16) {
-        Lanes x;
-        std::memcpy(&x, sc + e, sizeof x);
+    Lanes<W> m;
+    load<W>(m, sc);
+    for (int e = W; e < kSplitEntries; e += W) {
+        Lanes<W> x;
+        load<W>(x, sc + e);
         m = x > m ? x : m;
     }
-    float lanes[16];
+    float lanes[W];
     std::memcpy(lanes, &m, sizeof lanes);
-#else
-    float lanes[16];
-    for (int l = 0; l < 16; ++l) lanes[l] = sc[l];
-    for (int e = 16; e < kSplitEntries; e += 16)
-        for (int l = 0; l < 16; ++l) lanes[l] = sc[e + l] > lanes[l] ? sc[e + l] : lanes[l];
-#endif
     float max = lanes[0];
-    for (int l = 1; l < 16; ++l) max = lanes[l] > max ? lanes[l] : max;
+    for (int l = 1; l < W; ++l) max = lanes[l] > max ? lanes[l] : max;
     return max;
 }
 
 // The Partial of one split for both heads: the same values attend_split computes, head by head.
+template <int W>
 KV_CPU_INLINE void split_partials(const float* q, const Split& sp, Partial* out /* [kHeads] */) {
     alignas(64) float w[kHeads][kSplitEntries];
     for (int head = 0; head < kHeads; ++head) {
         float* sc = w[head];
         const float* q_head = q + head * kHeadDim;
-        lane_scores(q_head, *sp.part[0].keys, head, sp.part[0].row, sc);
+        lane_scores<W>(q_head, *sp.part[0].keys, head, sp.part[0].row, sc);
         if (sp.parts == 2) {
             alignas(64) float second[kSplitEntries];
-            lane_scores(q_head, *sp.part[1].keys, head, sp.part[1].row, second);
+            lane_scores<W>(q_head, *sp.part[1].keys, head, sp.part[1].row, second);
             const int offset = sp.part[0].n;
             for (int e = 0; e < sp.part[1].n; ++e) sc[offset + e] = second[e];
         }
-        const float m = lane_max(sc, sp.n);
+        const float m = lane_max<W>(sc, sp.n);
         out[head].max = m;
         for (int e = 0; e < kSplitEntries; ++e) sc[e] = exp_portable(sc[e] - m);
     }
     // Sequential over the entries, as attend_split: the 16 dimensions of a head are the lanes.
+    constexpr int kPerHead = kHeadDim / W;
+    Lanes<W> acc[kHeads][kPerHead];
+    for (int head = 0; head < kHeads; ++head)
+        for (int b = 0; b < kPerHead; ++b) acc[head][b] = Lanes<W>{};
     float sum0 = 0.0f;
     float sum1 = 0.0f;
     int e = 0;
-#if defined(KV_HAVE_LANES)
-    static_assert(kHeadDim == 16, "one Lanes value per head");
-    Lanes acc0 = Lanes{} * 0.0f;
-    Lanes acc1 = acc0;
     for (int p = 0; p < sp.parts; ++p) {
         const Run& run = sp.part[p];
         const float* v = run.values + static_cast<std::size_t>(run.row) * kModel;
@@ -212,44 +209,59 @@ KV_CPU_INLINE void split_partials(const float* q, const Split& sp, Partial* out 
             const float w1 = w[1][e];
             sum0 = sum0 + w0;
             sum1 = sum1 + w1;
-            Lanes v0;
-            Lanes v1;
-            std::memcpy(&v0, v, sizeof v0);
-            std::memcpy(&v1, v + kHeadDim, sizeof v1);
-            acc0 = acc0 + w0 * v0;
-            acc1 = acc1 + w1 * v1;
+            for (int b = 0; b < kPerHead; ++b) {
+                Lanes<W> v0;
+                Lanes<W> v1;
+                load<W>(v0, v + W * b);
+                load<W>(v1, v + kHeadDim + W * b);
+                acc[0][b] = acc[0][b] + w0 * v0;
+                acc[1][b] = acc[1][b] + w1 * v1;
+            }
         }
     }
-    std::memcpy(out[0].acc, &acc0, sizeof acc0);
-    std::memcpy(out[1].acc, &acc1, sizeof acc1);
-#else
-    float acc0[kHeadDim];
-    float acc1[kHeadDim];
-    for (int d = 0; d < kHeadDim; ++d) acc0[d] = acc1[d] = 0.0f;
-    for (int p = 0; p < sp.parts; ++p) {
-        const Run& run = sp.part[p];
-        const float* v = run.values + static_cast<std::size_t>(run.row) * kModel;
-        for (int i = 0; i < run.n; ++i, ++e, v += kModel) {
-            const float w0 = w[0][e];
-            const float w1 = w[1][e];
-            sum0 = sum0 + w0;
-            sum1 = sum1 + w1;
-            for (int d = 0; d < kHeadDim; ++d) acc0[d] = acc0[d] + w0 * v[d];
-            for (int d = 0; d < kHeadDim; ++d) acc1[d] = acc1[d] + w1 * v[kHeadDim + d];
-        }
-    }
-    for (int d = 0; d < kHeadDim; ++d) {
-        out[0].acc[d] = acc0[d];
-        out[1].acc[d] = acc1[d];
-    }
-#endif
+    for (int head = 0; head < kHeads; ++head) std::memcpy(out[head].acc, acc[head], sizeof acc[head]);
     out[0].sum = sum0;
     out[1].sum = sum1;
 }
 
-// Partials of `count` splits for both heads: out[split * kHeads + head].
-KV_CPU_CLONES void partials_of(const float* q, const Split* splits, int count, Partial* out) {
-    for (int s = 0; s < count; ++s) split_partials(q, splits[s], out + static_cast<std::ptrdiff_t>(s) * kHeads);
+// Partials of `count` splits for both heads: out[split * kHeads + head]. One instantiation per
+// vector width, each compiled for the instruction set whose registers hold that width; the widest
+// the CPU supports is picked once. Every instantiation computes the same bits.
+template <int W>
+KV_CPU_INLINE void partials_with(const float* q, const Split* splits, int count, Partial* out) {
+    static_assert(kHeadDim % W == 0 && kSplitEntries % W == 0, "lanes tile a head and a split");
+    for (int s = 0; s < count; ++s) split_partials<W>(q, splits[s], out + static_cast<std::ptrdiff_t>(s) * kHeads);
+}
+
+using PartialsFn = void (*)(const float*, const Split*, int, Partial*);
+
+void partials_baseline(const float* q, const Split* splits, int count, Partial* out) { partials_with<4>(q, splits, count, out); }
+
+#if defined(KV_CPU_DISPATCH)
+__attribute__((target("avx2"))) void partials_avx2(const float* q, const Split* splits, int count, Partial* out) {
+    partials_with<8>(q, splits, count, out);
+}
+__attribute__((target("avx512f"))) void partials_avx512(const float* q, const Split* splits, int count, Partial* out) {
+    partials_with<16>(q, splits, count, out);
+}
+#endif
+
+// The widest instruction set the CPU supports, lowered by KVCHECK_REPLAY_ISA=avx2 or baseline (so
+// tests can check every width on one machine; it never raises the choice).
+PartialsFn pick_partials() {
+#if defined(KV_CPU_DISPATCH)
+    const char* cap = std::getenv("KVCHECK_REPLAY_ISA");
+    const std::string_view limit = cap != nullptr ? cap : "";
+    __builtin_cpu_init();
+    if (limit != "avx2" && limit != "baseline" && __builtin_cpu_supports("avx512f")) return partials_avx512;
+    if (limit != "baseline" && __builtin_cpu_supports("avx2")) return partials_avx2;
+#endif
+    return partials_baseline;
+}
+
+void partials_of(const float* q, const Split* splits, int count, Partial* out) {
+    static const PartialsFn fn = pick_partials();
+    fn(q, splits, count, out);
 }
 
 // out[t][j] = dot(w[j], x[t], kModel) for `rows` outputs, with wt = w transposed ([i][j]).

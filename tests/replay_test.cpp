@@ -500,8 +500,9 @@ struct Cli {
     std::string out;
 };
 
-Cli run_cli(const std::string& args) {
-    const std::string command = std::string(KVCHECK_BINARY) + " " + args + " 2>&1";
+// Runs `kvcheck ARGS` (or the whole command line when `binary` is false), with stderr.
+Cli run_cli(const std::string& args, bool binary = true) {
+    const std::string command = (binary ? std::string(KVCHECK_BINARY) + " " : std::string()) + args + " 2>&1";
     FILE* pipe = popen(command.c_str(), "r");
     EXPECT_NE(pipe, nullptr);
     std::string out;
@@ -563,6 +564,29 @@ TEST(ReplayCli, ExitCodesAndJson) {
     r = run_cli("replay " + dir.string());
     EXPECT_EQ(r.status, 2) << r.out;
     EXPECT_NE(r.out.find("d-broken.json:1:"), std::string::npos) << r.out;
+    std::filesystem::remove_all(dir);
+}
+
+// Proves: the CPU kernel computes the same bits at every vector width it dispatches to (AVX-512,
+// AVX2, SSE2; KVCHECK_REPLAY_ISA lowers the choice, so each width runs on a machine that has
+// it), on clean, damaged and cross-run schedules of several presets.
+TEST(ReplayCli, EveryKernelWidthGivesTheSameBits) {
+    const auto dir = fresh_dir("isa");
+    Schedule damaged = toy(96);
+    for (std::size_t i = 0; i < damaged.reads.size(); ++i) damaged.reads[i].damage = i % 2 == 0 ? Damage::lost_half : Damage::misaligned;
+    damaged.oracle_corrupt = true;
+    write(dir / "a.json", schedule_to_json(toy(40)));
+    write(dir / "b.json", schedule_to_json(damaged));
+    write(dir / "c.json", schedule_to_json(deepseek(512)));
+    write(dir / "d.json", schedule_to_json(clean_schedule(*model::find_preset("deepseek-v32"), random_tokens(3, 700), 512, 2, 256, 2)));
+    const Cli widest = run_cli("replay " + dir.string() + " --json");
+    ASSERT_EQ(widest.status, 0) << widest.out;
+    for (const char* isa : {"avx2", "baseline"}) {
+        const Cli lowered = run_cli("env KVCHECK_REPLAY_ISA=" + std::string(isa) + " " + KVCHECK_BINARY + " replay " + dir.string() + " --json",
+                                    false);
+        EXPECT_EQ(lowered.status, 0) << isa;
+        EXPECT_EQ(lowered.out, widest.out) << isa;
+    }
     std::filesystem::remove_all(dir);
 }
 
