@@ -199,7 +199,11 @@ Outcome check(const fs::path& scenario, const std::string& policy) {
     EXPECT_TRUE(replay.status == 0 || replay.status == 1) << o.scenario << " " << policy << ": kvcheck replay exited "
                                                           << replay.status << "\n" << replay.out.substr(0, 2000);
     if (replay.status != 0 && replay.status != 1) return o;
-    const json summary = json::parse(replay.out);
+    const json summary = json::parse(replay.out, nullptr, false);
+    if (summary.is_discarded()) {
+        ADD_FAILURE() << o.scenario << " " << policy << ": kvcheck replay --json printed no JSON:\n" << replay.out.substr(0, 2000);
+        return o;
+    }
     for (const json& r : summary["results"]) {
         ++o.replayed;
         const bool corrupt = r["oracle_corrupt"].get<bool>();
