@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const kvcheck::sim::InputError& e : kvcheck::sim::validate_scenario(path))
             kvcheck::fuzz::check_input_error(e, path);
     } catch (const std::exception& e) {
-        kvcheck::fuzz::contract_broken(std::string("validate_scenario threw a non-input error: ") + e.what());
+        kvcheck::fuzz::check_other_error(e, "validate_scenario");
     }
     try {
         const kvcheck::sim::Scenario scenario = kvcheck::sim::load_scenario(path);
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const kvcheck::sim::InputError& e) {
         kvcheck::fuzz::check_input_error(e, path);
     } catch (const std::exception& e) {
-        kvcheck::fuzz::contract_broken(std::string("load_scenario threw a non-input error: ") + e.what());
+        kvcheck::fuzz::check_other_error(e, "load_scenario");
     }
     return 0;
 }

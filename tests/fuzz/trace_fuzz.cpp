@@ -69,7 +69,7 @@ void read_all(const std::string& path, const TraceOptions& options) {
     } catch (const kvcheck::sim::InputError& e) {
         kvcheck::fuzz::check_input_error(e, path);
     } catch (const std::exception& e) {
-        kvcheck::fuzz::contract_broken(std::string("the reader threw a non-input error: ") + e.what());
+        kvcheck::fuzz::check_other_error(e, "the reader");
     }
 }
 
