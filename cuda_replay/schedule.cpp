@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/input_error.hpp"
+#include "sim/json_fields.hpp"
 
 namespace kvcheck::replay {
 
@@ -266,15 +267,7 @@ Schedule load_schedule(const std::string& path) {
     std::ostringstream buffer;
     buffer << file.rdbuf();
     const std::string text = buffer.str();
-    try {
-        return parse_schedule(json::parse(text), path);
-    } catch (const json::parse_error& e) {
-        const std::size_t at = std::min(text.size(), e.byte == 0 ? std::size_t{0} : e.byte - 1);
-        const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1;
-        const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
-        const std::size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
-        throw sim::InputError(path, std::to_string(line) + ":" + std::to_string(column), "JSON syntax error");
-    }
+    return parse_schedule(sim::parse_json_text(text, path), path);
 }
 
 json schedule_to_json(const Schedule& s) {

@@ -18,10 +18,34 @@ public:
     const std::string& message() const { return message_; }
 
 private:
+    // One line whatever the input held: control bytes copied from a file name or a bad value are
+    // written as \n, \r, \t or \xNN.
     static std::string compose(const std::string& file, const std::string& place, const std::string& message) {
         std::string out = file.empty() ? std::string("<input>") : file;
         if (!place.empty()) out += ":" + place;
-        return out + ": " + message;
+        return one_line(out + ": " + message);
+    }
+    static std::string one_line(const std::string& text) {
+        std::string out;
+        out.reserve(text.size());
+        for (const char c : text) {
+            const auto byte = static_cast<unsigned char>(c);
+            if (byte >= 0x20 && byte != 0x7f) {
+                out += c;
+            } else if (c == '\n') {
+                out += "\\n";
+            } else if (c == '\r') {
+                out += "\\r";
+            } else if (c == '\t') {
+                out += "\\t";
+            } else {
+                static constexpr char kHex[] = "0123456789ABCDEF";
+                out += "\\x";
+                out += kHex[byte >> 4];
+                out += kHex[byte & 0xF];
+            }
+        }
+        return out;
     }
     std::string file_;
     std::string place_;

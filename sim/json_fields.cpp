@@ -147,26 +147,42 @@ void Fields::finish() {
         if (known_.count(key) == 0) problems_.add(at(key), "unknown key \"" + key + "\"");
 }
 
+std::string line_column(const std::string& text, std::size_t byte) {
+    std::size_t line = 1;
+    std::size_t column = 1;
+    const std::size_t end = std::min(byte, text.size());
+    for (std::size_t i = 0; i < end; ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else {
+            ++column;
+        }
+    }
+    return std::to_string(line) + ":" + std::to_string(column);
+}
+
+std::size_t overflow_token_start(const std::string& text, const nlohmann::json::out_of_range& error) {
+    const std::string what = error.what();
+    const std::size_t open = what.find('\'');
+    const std::size_t close = open == std::string::npos ? std::string::npos : what.find('\'', open + 1);
+    if (close == std::string::npos) return std::string::npos;
+    return text.find(what.substr(open + 1, close - open - 1));
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        // Turn the byte offset into line:column.
-        std::size_t line = 1;
-        std::size_t column = 1;
-        const std::size_t end = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-        for (std::size_t i = 0; i < end; ++i) {
-            if (text[i] == '\n') {
-                ++line;
-                column = 1;
-            } else {
-                ++column;
-            }
-        }
         std::string what = e.what();
         const std::size_t cut = what.find(": ");
         if (cut != std::string::npos) what = what.substr(cut + 2);
-        throw InputError(file, std::to_string(line) + ":" + std::to_string(column), "invalid JSON: " + what);
+        throw InputError(file, line_column(text, e.byte == 0 ? 0 : e.byte - 1), "invalid JSON: " + what);
+    } catch (const nlohmann::json::out_of_range& e) {
+        // A number literal too large for a double ("1e999"): nlohmann gives no position, only the literal.
+        const std::size_t at = overflow_token_start(text, e);
+        throw InputError(file, at == std::string::npos ? std::string() : line_column(text, at),
+                         "number out of range; expected a finite number");
     }
 }
 

@@ -57,7 +57,15 @@ private:
 
 std::string json_type_name(const nlohmann::json& value);
 
-// Parses text as JSON; a syntax error becomes InputError(file, "LINE:COL", message).
+// "LINE:COL" (both from 1) of a byte offset in text.
+std::string line_column(const std::string& text, std::size_t byte);
+
+// Where the literal named by nlohmann's number-overflow error ("... parsing '1e999'") starts in
+// text, or npos.
+std::size_t overflow_token_start(const std::string& text, const nlohmann::json::out_of_range& error);
+
+// Parses text as JSON; a syntax error or a number literal beyond a double becomes
+// InputError(file, "LINE:COL", message).
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 }  // namespace kvcheck::sim

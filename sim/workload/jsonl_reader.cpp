@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/input_error.hpp"
+#include "sim/json_fields.hpp"
 #include "sim/workload/readers.hpp"
 
 namespace kvcheck::sim {
@@ -114,6 +115,10 @@ private:
             object = json::parse(text);
         } catch (const json::parse_error& error) {
             throw InputError(path(), place(error_token_start(text, error)), "invalid JSON: " + parse_error_reason(error));
+        } catch (const json::out_of_range& error) {
+            const std::size_t at = overflow_token_start(text, error);
+            throw InputError(path(), at == std::string::npos ? line_place() : place(at),
+                             "number out of range; expected a finite number");
         }
         if (!object.is_object())
             throw InputError(path(), place(text.find_first_not_of(" \t")),

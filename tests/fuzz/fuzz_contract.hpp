@@ -22,28 +22,15 @@ namespace kvcheck::fuzz {
     std::abort();
 }
 
-// Open finding classes named in $KVCHECK_FUZZ_IGNORE (comma-separated) are let through, so that
-// fuzzing can look past a known bug until it is fixed (docs/reliability.md lists them):
-//   control-characters  an input's LF or CR copied into a message, which then spans lines
-//   number-overflow     nlohmann's out_of_range.406 ("number overflow") escaping a loader
-inline bool ignored(const std::string& finding) {
-    const char* list = std::getenv("KVCHECK_FUZZ_IGNORE");
-    if (list == nullptr) return false;
-    const std::string text = "," + std::string(list) + ",";
-    return text.find("," + finding + ",") != std::string::npos;
-}
-
-// An exception that is not an InputError is a finding, unless it is an ignored open one.
+// An exception that is not an InputError is a finding.
 inline void check_other_error(const std::exception& error, const std::string& where) {
-    const std::string what = error.what();
-    if (what.find("out_of_range.406") != std::string::npos && ignored("number-overflow")) return;
-    contract_broken(where + " threw a non-input error: " + what);
+    contract_broken(where + " threw a non-input error: " + error.what());
 }
 
 // An input error must name `file`, fit on one line and say something.
 inline void check_input_error(const sim::InputError& error, const std::string& file) {
     const std::string line = error.what();
-    if ((line.find('\n') != std::string::npos || line.find('\r') != std::string::npos) && !ignored("control-characters"))
+    if (line.find('\n') != std::string::npos || line.find('\r') != std::string::npos)
         contract_broken("the message spans several lines: " + line);
     if (error.file() != file) contract_broken("the message names \"" + error.file() + "\", not \"" + file + "\": " + line);
     if (error.message().empty()) contract_broken("empty message: " + line);
