@@ -65,6 +65,9 @@ Derived derive(const ModelConfig& config) {
     d.lcm_tokens = 1;
     d.min_block_tokens = config.groups.empty() ? 1 : config.groups.front().block_tokens;
     for (const CacheGroup& g : config.groups) {
+        const std::uint32_t usual = g.kind == GroupKind::full ? g.segment_tokens : g.block_tokens;
+        d.group_bytes.push_back({usual, segment_bytes(g, usual), std::uint64_t{g.bytes_per_token_layer} * g.layers,
+                                 g.kind == GroupKind::linear});
         d.lcm_tokens = std::lcm(d.lcm_tokens, g.block_tokens);
         d.min_block_tokens = std::min(d.min_block_tokens, g.block_tokens);
         const Form form = primary_form(g);

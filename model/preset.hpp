@@ -60,12 +60,21 @@ struct ModelConfig {
     std::uint64_t prefill_tokens_per_s = 20'000;  // compute model for recompute cost / TTFT
 };
 
+// A group's stored sizes, precomputed so that sizing the usual entry needs no division.
+struct GroupBytes {
+    std::uint32_t usual_tokens = 0;  // the length almost every entry has: a segment (full) or a block
+    std::uint64_t usual_bytes = 0;   // segment_bytes(group, usual_tokens)
+    std::uint64_t raw_bytes_per_token = 0;  // uncompressed, over all layers: what a tail block costs per token
+    bool size_fixed = false;         // linear state: a checkpoint costs the same at every position
+};
+
 // Derived figures, computed once per config.
 struct Derived {
     std::uint32_t lcm_tokens = 1;        // VL1: every hit length lies on this boundary
     std::uint32_t min_block_tokens = 1;  // what the `min-block-size-index` mutant wrongly uses
     std::array<std::uint64_t, kFormCount> bytes_per_token_by_form{};  // summed over layers
     std::array<bool, kFormCount> form_present{};
+    std::vector<GroupBytes> group_bytes;  // per group, in config order
 };
 Derived derive(const ModelConfig& config);
 

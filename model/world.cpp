@@ -117,10 +117,12 @@ std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail) 
 }
 
 std::uint64_t World::bytes_of(const Segment& seg) const {
-    const CacheGroup& g = config->groups[seg.group];
+    const GroupBytes& b = derived.group_bytes[seg.group];
+    const std::uint32_t tokens = seg.end - seg.start;
     // Tail blocks hold raw, uncompressed KV whatever the group's compression ratio.
-    if (seg.is_tail) return std::uint64_t{seg.end - seg.start} * g.bytes_per_token_layer * g.layers;
-    return segment_bytes(g, seg.end - seg.start);
+    if (seg.is_tail) return tokens * b.raw_bytes_per_token;
+    if (tokens == b.usual_tokens || b.size_fixed) return b.usual_bytes;
+    return segment_bytes(config->groups[seg.group], tokens);
 }
 
 std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
