@@ -4,7 +4,6 @@
 #include "model/invariants.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "model/core.hpp"
 
@@ -141,6 +140,10 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
 
 void check_structure(const World& w, std::vector<Violation>& out) {
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
+    // Explorers run this on every new state, so a slot's name is built only when a check fails.
+    auto slot_name = [&](std::uint32_t id) {
+        return "slot " + std::to_string(id) + " of the " + std::string(form_name(w.slots[id].pool)) + " pool";
+    };
     // RL2: every slot is owned by one live segment of its own form, or free in exactly its pool's list.
     std::vector<int> listed(w.slots.size(), 0);
     for (int f = 0; f < kFormCount; ++f)
@@ -152,24 +155,24 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     for (std::uint32_t id : w.shared_free_slots) ++listed[id];
     for (std::uint32_t id = 0; id < w.slots.size(); ++id) {
         const Slot& s = w.slots[id];
-        const std::string name = "slot " + std::to_string(id) + " of the " + std::string(form_name(s.pool)) + " pool";
         if (s.owner == kNone) {
-            if (listed[id] != 1) fail("RL2_form_separation", name + " is free but in " + std::to_string(listed[id]) + " free lists");
+            if (listed[id] != 1)
+                fail("RL2_form_separation", slot_name(id) + " is free but in " + std::to_string(listed[id]) + " free lists");
             if (s.label != kNoLabel)
-                fail("RL2_form_separation", name + " is free but still carries the form label " +
+                fail("RL2_form_separation", slot_name(id) + " is free but still carries the form label " +
                                                 std::string(form_name(static_cast<Form>(s.label))));
         } else {
             const Segment& seg = w.segments[s.owner];
-            if (listed[id] != 0) fail("RL2_form_separation", name + " is owned and free at once");
-            if (!seg.live || seg.slot != id) fail("ST1_state_table", name + " is owned by a segment that does not hold it");
+            if (listed[id] != 0) fail("RL2_form_separation", slot_name(id) + " is owned and free at once");
+            if (!seg.live || seg.slot != id) fail("ST1_state_table", slot_name(id) + " is owned by a segment that does not hold it");
             else if (seg.form != s.pool)
-                fail("RL2_form_separation", name + " holds a " + std::string(form_name(seg.form)) + " segment");
+                fail("RL2_form_separation", slot_name(id) + " holds a " + std::string(form_name(seg.form)) + " segment");
         }
     }
     // ST1: the index and the state table agree; the byte accounting adds up.
     std::uint64_t used = 0;
     std::uint32_t live = 0;
-    std::map<std::uint32_t, std::uint32_t> pins;
+    std::vector<std::uint32_t> pins(w.segments.size(), 0);  // holds per segment id
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
         const Segment& s = w.segments[id];
         if (!s.live) continue;
@@ -187,10 +190,12 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " + std::to_string(used));
     // ST2: pins are exactly the holds requests keep.
     for (const Request& q : w.requests)
-        for (std::uint32_t id : q.pinned) ++pins[id];
+        for (std::uint32_t id : q.pinned) {
+            KV_ASSERT(id < pins.size(), "a request pins a segment id past the state table");
+            ++pins[id];
+        }
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
-        const auto it = pins.find(id);
-        const std::uint32_t held = it == pins.end() ? 0 : it->second;
+        const std::uint32_t held = pins[id];
         if (w.segments[id].live && w.segments[id].pins != held)
             fail("ST2_pins", "segment " + std::to_string(id) + " has " + std::to_string(w.segments[id].pins) +
                                  " pins but requests hold " + std::to_string(held));

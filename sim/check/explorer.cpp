@@ -91,18 +91,23 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     visited.insert(kvcheck::hash_combine(model::state_hash(level.front().world), 0), 0);
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
+    // Both levels are recycled: a slot past `next_count` still holds a world from two levels up,
+    // whose buffers the next new state takes over by a swap with the scratch world.
+    std::size_t level_count = 1;
     std::vector<Frontier> next;
+    std::size_t next_count = 0;
     model::World child = level.front().world;
-    for (std::uint32_t depth = 0; !level.empty(); ++depth) {
+    for (std::uint32_t depth = 0; level_count > 0; ++depth) {
         report.depth = depth;
         if (options.progress) options.progress(nodes.size(), depth, elapsed());
         if (depth >= scope.max_depth) {
-            report.depth_cut_states = level.size();
+            report.depth_cut_states = level_count;
             report.bound_hit = "max_depth";
             break;
         }
-        next.clear();
-        for (Frontier& f : level) {
+        next_count = 0;
+        for (std::size_t i = 0; i < level_count; ++i) {
+            const Frontier& f = level[i];
             model::enabled_steps(f.world, allowed_kinds(scope, f.faults, f.background), steps);
             if (steps.empty() && !all_done(f.world)) ++report.stuck_states;
             for (const model::Step& step : steps) {
@@ -136,17 +141,26 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     }
                     continue;  // do not expand past a violation
                 }
-                next.push_back({child, node, faults, background});
+                if (next_count == next.size()) {
+                    next.push_back({child, node, faults, background});
+                } else {
+                    std::swap(next[next_count].world, child);
+                    next[next_count].node = node;
+                    next[next_count].faults = faults;
+                    next[next_count].background = background;
+                }
+                ++next_count;
             }
             const bool stop = options.stop != nullptr && options.stop->load();
             if (stop || nodes.size() >= options.max_states || elapsed() >= options.max_seconds) {
                 report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
-                next.clear();
-                level.clear();
+                next_count = 0;
+                level_count = 0;
                 break;
             }
         }
         level.swap(next);
+        level_count = next_count;
     }
     report.exhausted = report.bound_hit.empty();
     report.states = nodes.size();
