@@ -72,11 +72,13 @@ void index_find(benchmark::State& state, bool hit) {
     const std::vector<std::uint64_t> present = random_keys(static_cast<std::size_t>(state.range(0)), 3);
     const std::vector<std::uint64_t> absent = random_keys(present.size(), 4);
     model::FlatIndex index;
-    for (std::size_t i = 0; i < present.size(); ++i) index.put(present[i], static_cast<std::uint32_t>(i));
+    // A value names its key, as a segment id does in the model.
+    const auto is_key = [&](std::uint64_t key) { return [&present, key](std::uint32_t v) { return present[v] == key; }; };
+    for (std::size_t i = 0; i < present.size(); ++i) index.put(present[i], static_cast<std::uint32_t>(i), is_key(present[i]));
     const std::vector<std::uint64_t>& probes = hit ? present : absent;
     std::size_t next = 0;
     for (auto _ : state) {
-        benchmark::DoNotOptimize(index.find(probes[next]));
+        benchmark::DoNotOptimize(index.find(probes[next], is_key(probes[next])));
         next = next + 1 == probes.size() ? 0 : next + 1;
     }
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
@@ -91,12 +93,13 @@ void BM_index_put_erase(benchmark::State& state) {
     const auto size = static_cast<std::size_t>(state.range(0));
     const std::vector<std::uint64_t> keys = random_keys(size * 2, 5);
     model::FlatIndex index;
-    for (std::size_t i = 0; i < size; ++i) index.put(keys[i], static_cast<std::uint32_t>(i));
+    const auto is_key = [&](std::uint64_t key) { return [&keys, key](std::uint32_t v) { return keys[v] == key; }; };
+    for (std::size_t i = 0; i < size; ++i) index.put(keys[i], static_cast<std::uint32_t>(i), is_key(keys[i]));
     std::size_t oldest = 0;
     std::size_t newest = size;
     for (auto _ : state) {
         index.erase(keys[oldest], static_cast<std::uint32_t>(oldest));
-        index.put(keys[newest], static_cast<std::uint32_t>(newest));
+        index.put(keys[newest], static_cast<std::uint32_t>(newest), is_key(keys[newest]));
         oldest = oldest + 1 == keys.size() ? 0 : oldest + 1;
         newest = newest + 1 == keys.size() ? 0 : newest + 1;
     }

@@ -224,7 +224,9 @@ void publish(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (s.published) return;
     // A newer segment for the same prefix replaces the older one in the index.
-    const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail), id);
+    const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail), id, [&](std::uint32_t other) {
+        return w.holds(other, s.key, s.group, s.is_tail);
+    });
     if (replaced != FlatIndex::kMissing && replaced != id) w.segments[replaced].published = false;
     s.published = true;
 }

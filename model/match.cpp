@@ -18,6 +18,9 @@ std::uint8_t primary_group(const World& world) {
 
 namespace {
 
+// How many index cells check_blocks fetches ahead; a failed check stops early, so more is waste.
+constexpr std::uint32_t kPrefetchBatch = 8;
+
 struct Check {
     bool ok = true;
     Miss miss{};
@@ -110,6 +113,9 @@ private:
                        MissReason missing = MissReason::not_cached) const {
         Check c;
         const std::uint32_t block = w_.group(g).block_tokens;
+        // The keys are consecutive and known in advance: fetch a batch of index cells at once.
+        for (std::uint32_t x = from / block * block, n = 0; x < to && n < kPrefetchBatch; x += block, ++n)
+            w_.prefetch(spec_.key(x + block), g, false);
         for (std::uint32_t x = from / block * block; x < to; x += block)
             if (!take(w_.find(spec_.key(x + block), g, false), g, form, x, x + block, plan, loads, &c, missing)) return c;
         return c;

@@ -132,6 +132,14 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
 // Finishes the writes of segments registered by write_range: content, ready, published.
 void complete_writes(World& w, std::uint32_t r) {
     Request& q = w.requests[r];
+    // Every key of the batch is known now: fetch their index cells together (proposal 3 of
+    // docs/performance.md), since each one is a cache miss once the index is large.
+    for (std::uint32_t id : q.owned) {
+        const Segment& s = w.segments[id];
+        w.prefetch(s.key, s.group, s.is_tail);
+        if (w.group(s.group).kind == GroupKind::indexer)
+            w.prefetch(s.key, static_cast<std::uint8_t>(w.group(s.group).indexed_group), false);
+    }
     for (std::uint32_t id : q.owned) {
         Segment& s = w.segments[id];
         if (!s.live || s.owner != q.spec->uid || s.slot == kNone) continue;

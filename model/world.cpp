@@ -113,7 +113,11 @@ std::uint64_t World::index_key(std::uint64_t content_key, std::uint8_t g, bool t
 }
 
 std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail) const {
-    return index.find(index_key(content_key, g, tail));
+    return index.find(index_key(content_key, g, tail), [&](std::uint32_t id) { return holds(id, content_key, g, tail); });
+}
+
+void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const {
+    index.prefetch(index_key(content_key, g, tail));
 }
 
 std::uint64_t World::bytes_of(const Segment& seg) const {

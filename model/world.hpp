@@ -177,7 +177,7 @@ struct World {
     std::vector<std::uint32_t> shared_free_slots;                   // used only without separate lists
     std::vector<DiskObject> disk;
     std::vector<std::uint32_t> free_disk;
-    FlatIndex index;                           // prefix index -> segment id
+    FlatIndex index;                           // prefix index -> segment id (confirmed by holds())
     std::vector<IoOp> io;
     std::vector<std::uint32_t> free_io;        // finished I/O slots for reuse (a min-heap)
     std::vector<Request> requests;             // slots; finished ones are recycled
@@ -205,6 +205,12 @@ struct World {
     std::uint16_t current_layout(std::uint8_t g) const;
     std::uint64_t index_key(std::uint64_t content_key, std::uint8_t g, bool tail) const;
     std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail) const;
+    void prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const;  // of find's first cell
+    // The index's confirmation: does segment id hold this prefix of this group and form?
+    bool holds(std::uint32_t id, std::uint64_t content_key, std::uint8_t g, bool tail) const {
+        const Segment& s = segments[id];
+        return s.key == content_key && s.group == g && s.is_tail == tail;
+    }
     std::uint64_t bytes_of(const Segment& seg) const;
     std::uint32_t add_request(std::shared_ptr<const RequestSpec> spec);
     // Frees a finished request's slot for reuse (long traces keep memory bounded).
