@@ -8,6 +8,7 @@
 #include "sim/check/explorer.hpp"
 #include "sim/engine.hpp"
 #include "sim/files.hpp"
+#include "sim/input_error.hpp"
 
 using namespace kvcheck;
 
@@ -128,4 +129,77 @@ TEST(Counterexample, ShrinkingKeepsTheViolation) {
     EXPECT_TRUE(replay.valid);
     EXPECT_TRUE(sim::violates(replay.violations, "RL4_graph_topology"));
     EXPECT_NE(sim::counterexample_dot(shrunk).find("RL4_graph_topology"), std::string::npos);
+}
+
+namespace {
+
+// Runs `scope`/`policy` to the end, stopping at each state bound in turn and resuming from the
+// checkpoint each stop wrote (round-tripped through its binary encoding).
+sim::ExploreReport explore_in_pieces(const std::string& scope, const std::string& policy, const std::string& target,
+                                     const std::vector<std::uint64_t>& state_bounds) {
+    std::optional<sim::ExploreCheckpoint> checkpoint;
+    for (std::size_t piece = 0;; ++piece) {
+        sim::ExploreOptions options;
+        options.target = target;
+        options.max_states = piece < state_bounds.size() ? state_bounds[piece] : options.max_states;
+        options.resume = checkpoint ? &*checkpoint : nullptr;
+        sim::ExploreReport r = sim::explore(sim::named_scope(scope), model::find_policy(policy)->defenses, options);
+        if (!r.checkpoint) return r;
+        EXPECT_LT(piece, state_bounds.size()) << "a run without a bound left a checkpoint";
+        EXPECT_EQ(r.bound_hit, "max_states");
+        r.checkpoint->policy = policy;
+        checkpoint = sim::decode_checkpoint(sim::encode_checkpoint(*r.checkpoint), "memory");
+    }
+}
+
+}  // namespace
+
+// Proves a run stopped by a bound and resumed (twice) ends with exactly the uninterrupted result.
+TEST(Explorer, ResumedRunEqualsUninterruptedRun) {
+    const sim::ExploreReport whole = explore("small", "validated");
+    const sim::ExploreReport pieces = explore_in_pieces("small", "validated", "", {20'000, 90'000});
+    EXPECT_TRUE(pieces.exhausted) << pieces.bound_hit;
+    EXPECT_EQ(pieces.states, whole.states);
+    EXPECT_EQ(pieces.transitions, whole.transitions);
+    EXPECT_EQ(pieces.depth, whole.depth);
+    EXPECT_EQ(pieces.stuck_states, whole.stuck_states);
+    EXPECT_FALSE(pieces.counterexample.has_value());
+}
+
+// Proves a resumed run finds the same shortest counterexample, and a checkpoint carries one found
+// before the stop when the run keeps going.
+TEST(Explorer, ResumedRunFindsTheSameCounterexample) {
+    const sim::ExploreReport whole = explore("reference", "no-revalidate", "RL3_toctou");
+    ASSERT_TRUE(whole.counterexample.has_value());
+    const sim::ExploreReport pieces = explore_in_pieces("reference", "no-revalidate", "RL3_toctou", {500, 2'000});
+    ASSERT_TRUE(pieces.counterexample.has_value());
+    EXPECT_EQ(pieces.counterexample->steps, whole.counterexample->steps);
+    EXPECT_EQ(pieces.states, whole.states);
+
+    sim::ExploreOptions options;
+    options.stop_at_first = false;
+    options.max_states = 20'000;
+    const sim::Scope scope = sim::named_scope("small");
+    sim::ExploreReport kept = sim::explore(scope, model::find_policy("no-pin")->defenses, options);
+    ASSERT_TRUE(kept.counterexample.has_value() && kept.checkpoint.has_value());
+    options.resume = &*kept.checkpoint;
+    options.max_states = 40'000;
+    const sim::ExploreReport resumed = sim::explore(scope, model::find_policy("no-pin")->defenses, options);
+    ASSERT_TRUE(resumed.counterexample.has_value());
+    EXPECT_EQ(resumed.counterexample->steps, kept.counterexample->steps);
+    EXPECT_EQ(resumed.counterexample->violations.front().invariant, kept.counterexample->violations.front().invariant);
+}
+
+// Proves a damaged or foreign checkpoint is an input error, not a crash.
+TEST(Explorer, BadCheckpointIsAnInputError) {
+    EXPECT_THROW(sim::decode_checkpoint("not a checkpoint", "x"), sim::InputError);
+    sim::ExploreOptions options;
+    options.max_states = 100;
+    const sim::ExploreReport r = sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
+    ASSERT_TRUE(r.checkpoint.has_value());
+    const std::string bytes = sim::encode_checkpoint(*r.checkpoint);
+    EXPECT_THROW(sim::decode_checkpoint(bytes.substr(0, bytes.size() - 3), "x"), sim::InputError);
+    options.resume = &*r.checkpoint;
+    options.target = "RL3_toctou";
+    EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options), sim::InputError);
 }

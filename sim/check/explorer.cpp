@@ -3,7 +3,9 @@
 #include "sim/check/explorer.hpp"
 
 #include "model/core.hpp"
+#include "sim/input_error.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -71,6 +73,42 @@ std::vector<model::Step> path_to(const std::vector<Node>& nodes, std::uint32_t n
     return {steps.rbegin(), steps.rend()};
 }
 
+// Rebuilds the frontier worlds of a checkpoint by replaying each node's path. Nodes of a level come
+// in breadth-first order, so consecutive ones share most of their path: the worlds along the last
+// path stay on a stack and only the differing suffix is replayed.
+class PathReplayer {
+public:
+    PathReplayer(const model::World& initial, const std::vector<Node>& nodes) : nodes_(nodes) {
+        stack_.push_back({initial, 0, 0, 0});
+    }
+
+    const Frontier& rebuild(std::uint32_t node) {
+        path_.clear();
+        for (std::uint32_t n = node; n != 0; n = nodes_[n].parent) path_.push_back(n);
+        std::reverse(path_.begin(), path_.end());
+        std::size_t shared = 0;
+        while (shared < path_.size() && shared + 1 < stack_.size() && stack_[shared + 1].node == path_[shared]) ++shared;
+        stack_.erase(stack_.begin() + static_cast<std::ptrdiff_t>(shared + 1), stack_.end());
+        for (std::size_t k = shared; k < path_.size(); ++k) {
+            Frontier f = stack_.back();
+            const model::Step& step = nodes_[path_[k]].step;
+            KV_ASSERT(model::enabled(f.world, step), "a checkpoint path replays a step that is not enabled");
+            model::apply(f.world, step);
+            f.node = path_[k];
+            f.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
+            f.background = static_cast<std::uint8_t>(f.background + (is_background(step.kind) ? 1 : 0));
+            stack_.push_back(std::move(f));
+        }
+        KV_ASSERT(stack_.back().node == node, "the replayed path ends at another node");
+        return stack_.back();
+    }
+
+private:
+    const std::vector<Node>& nodes_;
+    std::vector<std::uint32_t> path_;
+    std::vector<Frontier> stack_;  // stack_[k]: the world after the first k steps of the last path
+};
+
 bool all_done(const model::World& w) {
     for (const model::Request& r : w.requests)
         if (r.phase != model::Phase::done) return false;
@@ -81,31 +119,106 @@ bool all_done(const model::World& w) {
 
 ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options) {
     const auto started = std::chrono::steady_clock::now();
+    double seconds_before = 0;  // spent by the runs a checkpoint continues
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
     ExploreReport report;
-    std::vector<Node> nodes{{0, {}}};
+    const model::World initial = initial_world(scope, defenses);
+    const std::uint64_t initial_hash = model::state_hash(initial);
+    std::vector<Node> nodes;
+    std::vector<std::uint64_t> keys;  // visited-set key per node, for checkpoints
     VisitedTable visited;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-    std::vector<Frontier> level;
-    level.push_back({initial_world(scope, defenses), 0, 0, 0});
-    visited.insert(kvcheck::hash_combine(model::state_hash(level.front().world), 0), 0);
-    std::vector<model::Step> steps;
-    std::vector<model::Violation> violations;
     // Both levels are recycled: a slot past `next_count` still holds a world from two levels up,
     // whose buffers the next new state takes over by a swap with the scratch world.
-    std::size_t level_count = 1;
+    std::vector<Frontier> level;
+    std::size_t level_count = 0;
     std::vector<Frontier> next;
     std::size_t next_count = 0;
-    model::World child = level.front().world;
-    for (std::uint32_t depth = 0; level_count > 0; ++depth) {
+    std::uint32_t depth = 0;
+    std::uint32_t counterexample_node = 0;
+    if (options.resume != nullptr) {
+        const ExploreCheckpoint& c = *options.resume;
+        if (c.scope != scope.name || c.target != options.target || c.keep_graph != options.keep_graph || c.initial_hash != initial_hash)
+            throw InputError("", "--resume", "the checkpoint is of another question (scope " + c.scope + ", invariant \"" + c.target +
+                                                 "\"" + (c.keep_graph ? ", liveness" : "") + ") or another model version");
+        for (std::size_t i = 0; i < c.parents.size(); ++i) {
+            nodes.push_back({c.parents[i], c.steps[i]});
+            visited.insert(c.keys[i], static_cast<std::uint32_t>(i));
+        }
+        keys = c.keys;
+        edges = c.edges;
+        depth = c.depth;
+        report.transitions = c.transitions;
+        report.stuck_states = c.stuck_states;
+        report.other_violations = c.other_violations;
+        seconds_before = c.seconds;
+        PathReplayer replayer(initial, nodes);
+        for (std::uint32_t id : c.level) level.push_back(replayer.rebuild(id));
+        for (std::uint32_t id : c.next) next.push_back(replayer.rebuild(id));
+        level_count = level.size();
+        next_count = next.size();
+        counterexample_node = c.counterexample_node;
+        if (counterexample_node != 0) {
+            Counterexample found;
+            found.steps = path_to(nodes, counterexample_node);
+            const TrailResult replayed = replay_trail(scope, defenses, found.steps);
+            found.violations = replayed.violations;
+            found.described = replayed.described;
+            report.counterexample = std::move(found);
+        }
+    } else {
+        nodes.push_back({0, {}});
+        keys.push_back(kvcheck::hash_combine(initial_hash, 0));
+        visited.insert(keys.front(), 0);
+        level.push_back({initial, 0, 0, 0});
+        level_count = 1;
+    }
+    auto finish_timing = [&] {
+        report.states = nodes.size();
+        report.seconds = seconds_before + elapsed();
+        report.states_per_s = static_cast<double>(report.states) / std::max(report.seconds, 1e-9);
+    };
+    // What a stop leaves: the rest of this level and the next level found so far.
+    auto save_checkpoint = [&](std::size_t expanded) {
+        ExploreCheckpoint c;
+        c.scope = scope.name;
+        c.target = options.target;
+        c.keep_graph = options.keep_graph;
+        c.initial_hash = initial_hash;
+        for (const Node& n : nodes) {
+            c.parents.push_back(n.parent);
+            c.steps.push_back(n.step);
+        }
+        c.keys = keys;
+        c.depth = depth;
+        for (std::size_t i = expanded; i < level_count; ++i) c.level.push_back(level[i].node);
+        for (std::size_t i = 0; i < next_count; ++i) c.next.push_back(next[i].node);
+        if (c.level.empty()) {
+            c.level.swap(c.next);
+            ++c.depth;
+        }
+        c.transitions = report.transitions;
+        c.stuck_states = report.stuck_states;
+        c.other_violations = report.other_violations;
+        c.counterexample_node = counterexample_node;
+        c.seconds = seconds_before + elapsed();
+        c.edges = edges;
+        report.checkpoint = std::move(c);
+    };
+    std::vector<model::Step> steps;
+    std::vector<model::Violation> violations;
+    model::World child = initial;
+    bool continuing_level = options.resume != nullptr;  // a resumed level keeps the next level found so far
+    for (; level_count > 0; ++depth) {
         report.depth = depth;
-        if (options.progress) options.progress(nodes.size(), depth, elapsed());
+        if (options.progress) options.progress(nodes.size(), depth, seconds_before + elapsed());
         if (depth >= scope.max_depth) {
             report.depth_cut_states = level_count;
             report.bound_hit = "max_depth";
             break;
         }
-        next_count = 0;
+        if (!continuing_level) next_count = 0;
+        continuing_level = false;
         for (std::size_t i = 0; i < level_count; ++i) {
             const Frontier& f = level[i];
             model::enabled_steps(f.world, allowed_kinds(scope, f.faults, f.background), steps);
@@ -116,11 +229,12 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 ++report.transitions;
                 const auto faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
                 const auto background = static_cast<std::uint8_t>(f.background + (is_background(step.kind) ? 1 : 0));
-                const std::uint64_t h = kvcheck::hash_combine(model::state_hash(child), (std::uint64_t{faults} << 8) | background);
-                const auto [node, inserted] = visited.insert(h, static_cast<std::uint32_t>(nodes.size()));
+                const std::uint64_t key = kvcheck::hash_combine(model::state_hash(child), (std::uint64_t{faults} << 8) | background);
+                const auto [node, inserted] = visited.insert(key, static_cast<std::uint32_t>(nodes.size()));
                 if (options.keep_graph) edges.emplace_back(f.node, node);
                 if (!inserted) continue;
                 nodes.push_back({f.node, step});
+                keys.push_back(key);
                 violations.clear();
                 model::check_invariants(child, outcome, true, violations);
                 if (!violations.empty() && !violates(violations, options.target)) {
@@ -133,10 +247,9 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     c.violations = violations;
                     c.described = replay_trail(scope, defenses, c.steps).described;
                     report.counterexample = std::move(c);
+                    counterexample_node = node;
                     if (options.stop_at_first) {
-                        report.states = nodes.size();
-                        report.seconds = elapsed();
-                        report.states_per_s = static_cast<double>(report.states) / std::max(report.seconds, 1e-9);
+                        finish_timing();
                         return report;
                     }
                     continue;  // do not expand past a violation
@@ -151,9 +264,11 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 }
                 ++next_count;
             }
+            const bool work_left = i + 1 < level_count || next_count > 0;
             const bool stop = options.stop != nullptr && options.stop->load();
-            if (stop || nodes.size() >= options.max_states || elapsed() >= options.max_seconds) {
+            if (work_left && (stop || nodes.size() >= options.max_states || elapsed() >= options.max_seconds)) {
                 report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
+                save_checkpoint(i + 1);
                 next_count = 0;
                 level_count = 0;
                 break;
@@ -163,9 +278,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         level_count = next_count;
     }
     report.exhausted = report.bound_hit.empty();
-    report.states = nodes.size();
-    report.seconds = elapsed();
-    report.states_per_s = static_cast<double>(report.states) / std::max(report.seconds, 1e-9);
+    finish_timing();
     if (options.keep_graph && !edges.empty()) {
         using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
         Graph g(nodes.size());

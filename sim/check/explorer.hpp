@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/check/checkpoint.hpp"
 #include "sim/check/trail.hpp"
 
 namespace kvcheck::sim {
@@ -20,6 +21,9 @@ struct ExploreOptions {
     std::string target;        // record only counterexamples violating this invariant ("" = any)
     std::function<void(std::uint64_t states, std::uint32_t depth, double seconds)> progress;
     const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C): stop, keeping what was found
+    // Continue a stopped run (same scope, policy, target and keep_graph). Bounds apply afresh:
+    // max_seconds to this run, max_states to the states of all runs together.
+    const ExploreCheckpoint* resume = nullptr;
 };
 
 struct ExploreReport {
@@ -35,6 +39,9 @@ struct ExploreReport {
     std::uint64_t other_violations = 0;  // violating states not matching `target` (not expanded)
     std::uint64_t stuck_states = 0;   // terminal states with an unfinished request (LV1_progress)
     std::uint64_t nontrivial_sccs = 0;  // cycles in the explored graph (keep_graph only)
+    // Set when interrupted, or stopped by max_states or max_seconds with work left: resuming from
+    // it (its `policy` is left for the caller to fill) gives the result of an uninterrupted run.
+    std::optional<ExploreCheckpoint> checkpoint;
 };
 
 ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options);

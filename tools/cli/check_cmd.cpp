@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct CheckArgs {
     std::string policy = "validated";
     std::string out;
     std::string target;
+    std::string resume;
+    std::string checkpoint;
     std::uint64_t max_states = 50'000'000;
     double max_seconds = 600;
     bool json = false;
@@ -76,13 +79,36 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)");
     cmd->add_option("--max-seconds", a->max_seconds, "Time bound (reported when hit)");
     cmd->add_option("--out", a->out, "Write counterexample.json and counterexample.dot here");
+    cmd->add_option("--resume", a->resume, "Continue from a checkpoint written when a run was interrupted or hit a bound");
+    cmd->add_option("--checkpoint", a->checkpoint,
+                    "Where a stopped run writes its checkpoint (default: the --resume file, else DIR/check.checkpoint with --out, "
+                    "else check.checkpoint)");
     cmd->add_flag("--liveness", a->liveness, "Keep the explored graph and look for cycles (strongly connected components)");
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     cmd->add_flag("--quiet", a->quiet, "No progress line");
-    cmd->callback([a, &common] {
+    cmd->callback([a, cmd, &common] {
+        // A resumed run answers the checkpoint's question; a flag that asks another is an input error.
+        std::optional<sim::ExploreCheckpoint> resumed;
+        if (!a->resume.empty()) {
+            resumed = sim::decode_checkpoint(sim::read_file(a->resume), a->resume);
+            auto same = [&](const char* flag, const std::string& given, const std::string& saved) {
+                if (cmd->count(flag) > 0 && given != saved)
+                    throw sim::InputError(a->resume, flag, "the checkpoint is for " + std::string(flag) + " \"" + saved + "\", not \"" + given + "\"");
+            };
+            same("--scope", a->scope, resumed->scope);
+            same("--policy", a->policy, resumed->policy);
+            same("--invariant", a->target, resumed->target);
+            if (cmd->count("--liveness") > 0 && !resumed->keep_graph)
+                throw sim::InputError(a->resume, "--liveness", "the checkpoint was written without --liveness");
+            a->scope = resumed->scope;
+            a->policy = resumed->policy;
+            a->target = resumed->target;
+            a->liveness = resumed->keep_graph;
+        }
         const model::PolicyInfo& policy = policy_or_throw(a->policy);
         const sim::Scope scope = scope_or_throw(a->scope);
         sim::ExploreOptions options;
+        if (resumed) options.resume = &*resumed;
         options.max_states = a->max_states;
         options.max_seconds = a->max_seconds;
         options.target = a->target;
@@ -91,12 +117,25 @@ void register_check(CLI::App& app, Common& common) {
         catch_interrupt();
         Progress progress(a->quiet, "check " + a->policy);
         options.progress = [&](std::uint64_t states, std::uint32_t depth, double) { progress.update(states, 0, "states, depth " + std::to_string(depth)); };
-        const sim::ExploreReport r = sim::explore(scope, policy.defenses, options);
+        sim::ExploreReport r = sim::explore(scope, policy.defenses, options);
         progress.done();
+        std::string checkpoint_path;
+        if (r.checkpoint) {
+            checkpoint_path = !a->checkpoint.empty() ? a->checkpoint
+                              : !a->resume.empty() ? a->resume
+                              : !a->out.empty()    ? a->out + "/check.checkpoint"
+                                                   : "check.checkpoint";
+            if (a->checkpoint.empty() && a->resume.empty() && !a->out.empty()) sim::ensure_directory(a->out);
+            r.checkpoint->policy = a->policy;
+            sim::write_file_atomic(checkpoint_path, sim::encode_checkpoint(*r.checkpoint));
+            std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: kvcheck check --resume %s\n", r.bound_hit.c_str(),
+                         static_cast<unsigned long long>(r.states), checkpoint_path.c_str(), checkpoint_path.c_str());
+        }
         nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"states", r.states},
                             {"transitions", r.transitions}, {"depth", r.depth},     {"seconds", r.seconds},
                             {"states_per_s", r.states_per_s}, {"exhausted", r.exhausted}, {"bound_hit", r.bound_hit},
                             {"stuck_states", r.stuck_states}, {"cycles", r.nontrivial_sccs}};
+        if (!checkpoint_path.empty()) j["checkpoint"] = checkpoint_path;
         if (r.counterexample) {
             j["violated"] = r.counterexample->violations.front().invariant;
             j["counterexample_steps"] = r.counterexample->steps.size();

@@ -1,0 +1,162 @@
+// Binary encoding of explorer checkpoints. Millions of nodes make JSON too slow and too large, so
+// fields are fixed-width little-endian and every array carries its length.
+#include "sim/check/checkpoint.hpp"
+
+#include <bit>
+#include <cstring>
+#include <type_traits>
+
+#include "sim/input_error.hpp"
+
+namespace kvcheck::sim {
+
+static_assert(std::endian::native == std::endian::little, "checkpoints are written in the host's little-endian layout");
+
+namespace {
+
+constexpr char kMagic[] = "kvcheck.check-checkpoint/1\n";
+
+class Writer {
+public:
+    template <typename T>
+    void put(T value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        const auto* bytes = reinterpret_cast<const char*>(&value);
+        out.append(bytes, sizeof(T));
+    }
+    void put_text(const std::string& text) {
+        put(static_cast<std::uint64_t>(text.size()));
+        out += text;
+    }
+    template <typename T>
+    void put_array(const std::vector<T>& values) {
+        put(static_cast<std::uint64_t>(values.size()));
+        out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+    }
+    std::string out;
+};
+
+class Reader {
+public:
+    Reader(const std::string& bytes, const std::string& file, std::size_t start) : bytes_(bytes), file_(file), at_(start) {}
+
+    template <typename T>
+    T get() {
+        T value;
+        std::memcpy(&value, take(sizeof(T)), sizeof(T));
+        return value;
+    }
+    std::string get_text() {
+        const auto size = get<std::uint64_t>();
+        const char* data = take(size);
+        return {data, static_cast<std::size_t>(size)};
+    }
+    template <typename T>
+    std::vector<T> get_array() {
+        const auto count = get<std::uint64_t>();
+        if (count > (bytes_.size() - at_) / sizeof(T)) fail("an array runs past the end of the file");
+        std::vector<T> values(static_cast<std::size_t>(count));
+        std::memcpy(values.data(), take(values.size() * sizeof(T)), values.size() * sizeof(T));
+        return values;
+    }
+    bool at_end() const { return at_ == bytes_.size(); }
+    [[noreturn]] void fail(const std::string& why) const {
+        throw InputError(file_, "byte " + std::to_string(at_), why + " (not a checkpoint written by this kvcheck)");
+    }
+
+private:
+    const char* take(std::uint64_t size) {
+        if (size > bytes_.size() - at_) fail("the file ends early");
+        const char* data = bytes_.data() + at_;
+        at_ += static_cast<std::size_t>(size);
+        return data;
+    }
+    const std::string& bytes_;
+    const std::string& file_;
+    std::size_t at_;
+};
+
+}  // namespace
+
+std::string encode_checkpoint(const ExploreCheckpoint& c) {
+    Writer w;
+    w.out = kMagic;
+    w.put_text(c.scope);
+    w.put_text(c.policy);
+    w.put_text(c.target);
+    w.put(static_cast<std::uint8_t>(c.keep_graph ? 1 : 0));
+    w.put(c.initial_hash);
+    w.put_array(c.parents);
+    std::vector<std::uint8_t> kinds;
+    std::vector<std::uint32_t> targets;
+    std::vector<std::uint32_t> args;
+    for (const model::Step& s : c.steps) {
+        kinds.push_back(static_cast<std::uint8_t>(s.kind));
+        targets.push_back(s.target);
+        args.push_back(s.arg);
+    }
+    w.put_array(kinds);
+    w.put_array(targets);
+    w.put_array(args);
+    w.put_array(c.keys);
+    w.put(c.depth);
+    w.put_array(c.level);
+    w.put_array(c.next);
+    w.put(c.transitions);
+    w.put(c.stuck_states);
+    w.put(c.other_violations);
+    w.put(c.counterexample_node);
+    w.put(c.seconds);
+    std::vector<std::uint32_t> edge_ends;
+    for (const auto& [from, to] : c.edges) {
+        edge_ends.push_back(from);
+        edge_ends.push_back(to);
+    }
+    w.put_array(edge_ends);
+    return std::move(w.out);
+}
+
+ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {
+    const std::size_t magic_size = sizeof(kMagic) - 1;
+    if (bytes.compare(0, magic_size, kMagic) != 0)
+        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/1\")");
+    Reader r(bytes, file, magic_size);
+    ExploreCheckpoint c;
+    c.scope = r.get_text();
+    c.policy = r.get_text();
+    c.target = r.get_text();
+    c.keep_graph = r.get<std::uint8_t>() != 0;
+    c.initial_hash = r.get<std::uint64_t>();
+    c.parents = r.get_array<std::uint32_t>();
+    const auto kinds = r.get_array<std::uint8_t>();
+    const auto targets = r.get_array<std::uint32_t>();
+    const auto args = r.get_array<std::uint32_t>();
+    c.keys = r.get_array<std::uint64_t>();
+    c.depth = r.get<std::uint32_t>();
+    c.level = r.get_array<std::uint32_t>();
+    c.next = r.get_array<std::uint32_t>();
+    c.transitions = r.get<std::uint64_t>();
+    c.stuck_states = r.get<std::uint64_t>();
+    c.other_violations = r.get<std::uint64_t>();
+    c.counterexample_node = r.get<std::uint32_t>();
+    c.seconds = r.get<double>();
+    const auto edge_ends = r.get_array<std::uint32_t>();
+    if (!r.at_end()) r.fail("bytes follow the last field");
+    const std::size_t nodes = c.parents.size();
+    if (nodes == 0 || kinds.size() != nodes || targets.size() != nodes || args.size() != nodes || c.keys.size() != nodes ||
+        edge_ends.size() % 2 != 0 || c.level.empty())
+        r.fail("its node arrays disagree in length");
+    for (std::size_t i = 0; i < nodes; ++i) {
+        if (kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
+        c.steps.push_back({static_cast<model::StepKind>(kinds[i]), targets[i], args[i]});
+    }
+    const std::vector<std::uint32_t>* id_lists[] = {&c.level, &c.next, &edge_ends};
+    for (const std::vector<std::uint32_t>* ids : id_lists)
+        for (std::uint32_t id : *ids)
+            if (id >= nodes) r.fail("it names node " + std::to_string(id) + " of " + std::to_string(nodes));
+    if (c.counterexample_node >= nodes) r.fail("its counterexample node is out of range");
+    for (std::size_t i = 0; i < edge_ends.size(); i += 2) c.edges.emplace_back(edge_ends[i], edge_ends[i + 1]);
+    return c;
+}
+
+}  // namespace kvcheck::sim

@@ -1,0 +1,42 @@
+// A stopped breadth-first exploration, saved so that `kvcheck check --resume` continues it to
+// exactly the result an uninterrupted run gives: same states, transitions and counterexample.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/steps.hpp"
+
+namespace kvcheck::sim {
+
+// Every explored state is a node: its parent, the step that reached it and its visited-set key.
+// Frontier worlds are not stored; they are rebuilt by replaying each node's path.
+struct ExploreCheckpoint {
+    std::string scope;               // the scope's name, the policy and the target invariant: a
+    std::string policy;              // checkpoint resumes only the same question
+    std::string target;
+    bool keep_graph = false;
+    std::uint64_t initial_hash = 0;  // state hash of the scope's initial world (catches a changed model)
+    std::vector<std::uint32_t> parents;
+    std::vector<model::Step> steps;
+    std::vector<std::uint64_t> keys;  // visited-set key of each node
+    std::uint32_t depth = 0;          // the level `level` belongs to
+    std::vector<std::uint32_t> level;  // nodes of that level not expanded yet, in order (never empty)
+    std::vector<std::uint32_t> next;   // nodes of the level after it found so far, in order
+    std::uint64_t transitions = 0;
+    std::uint64_t stuck_states = 0;
+    std::uint64_t other_violations = 0;
+    std::uint32_t counterexample_node = 0;  // the first violating node recorded so far, 0 = none
+    double seconds = 0;                     // exploration time spent before this checkpoint
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // keep_graph only
+};
+
+// A binary file: a magic line, then fixed-width little-endian fields and arrays.
+std::string encode_checkpoint(const ExploreCheckpoint& checkpoint);
+
+// Throws InputError naming `file` when the bytes are not a checkpoint this build wrote.
+ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file);
+
+}  // namespace kvcheck::sim
