@@ -146,7 +146,7 @@ private:
         after(model::apply(world_, step));
         ++metrics_.faults[static_cast<std::size_t>(fault)];
         timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
-        if (exporter_) exporter_->note_fault(world_, step, fault, what);
+        if (exporter_) exporter_->note_fault(world_, step, fault, what, steps_);
         return true;
     }
 
@@ -255,13 +255,16 @@ private:
         const model::IoOp op = world_.io[op_id];
         if (!op.live) return;
         const StepKind kind = faults_.io_outcome(op);
+        const FaultClass fault = kind == StepKind::io_fail ? FaultClass::F2 : FaultClass::F9;
+        std::string what;
         if (kind != StepKind::io_complete) {
-            ++metrics_.faults[static_cast<std::size_t>(kind == StepKind::io_fail ? FaultClass::F2 : FaultClass::F9)];
-            timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_,
-                              model::describe(world_, {kind, op_id, 0}));
+            ++metrics_.faults[static_cast<std::size_t>(fault)];
+            what = model::describe(world_, {kind, op_id, 0});
+            timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_, what);
         }
         if (op.kind == model::IoKind::load) (kind == StepKind::io_fail ? metrics_.load_failures : metrics_.loads) += 1;
         after(model::apply(world_, {kind, op_id, 0}));
+        if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
         if (exporter_ && op.kind == model::IoKind::load && kind != StepKind::io_fail)
             exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
         if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
@@ -309,6 +312,7 @@ private:
 
     // Bookkeeping after any step: invariants, I/O completions to schedule, evictions, memory.
     void after(const model::StepOutcome& out) {
+        ++steps_;
         read_violations_.clear();
         model::check_invariants(world_, out, s_.structural_checks, read_violations_);
         count(read_violations_);
@@ -391,6 +395,7 @@ private:
     std::vector<Tracking> tracking_;
     std::vector<model::Violation> read_violations_;
     std::unique_ptr<ScheduleExporter> exporter_;
+    std::uint64_t steps_ = 0;  // model steps applied so far; schedules name faults by it
 };
 
 // Steps mode: the exact step list, no clock; what the explorers found, reproduced without them.

@@ -147,6 +147,22 @@ void Fields::finish() {
         if (known_.count(key) == 0) problems_.add(at(key), "unknown key \"" + key + "\"");
 }
 
+nlohmann::json cache_group_json(const model::CacheGroup& g) {
+    nlohmann::json out = {{"name", g.name},
+                          {"kind", model::group_kind_name(g.kind)},
+                          {"layers", g.layers},
+                          {"block_tokens", g.block_tokens},
+                          {"segment_tokens", g.segment_tokens},
+                          {"window_tokens", g.window_tokens},
+                          {"compress_ratio", g.compress_ratio},
+                          {"bytes_per_token_layer", g.bytes_per_token_layer},
+                          {"state_bytes_layer", g.state_bytes_layer},
+                          {"indexer_top_k", g.indexer_top_k},
+                          {"layout_id", g.layout_id}};
+    if (g.kind == model::GroupKind::indexer) out["indexed_group"] = g.indexed_group;
+    return out;
+}
+
 std::string line_column(const std::string& text, std::size_t byte) {
     std::size_t line = 1;
     std::size_t column = 1;

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/preset.hpp"
+
 #include "sim/input_error.hpp"
 
 namespace kvcheck::sim {
@@ -56,6 +58,10 @@ private:
 };
 
 std::string json_type_name(const nlohmann::json& value);
+
+// A cache group as scenario JSON (docs/scenario.schema.json); `indexed_group` only for an indexer.
+// Counterexample scenarios, exported schedules and `kvcheck presets --json` all write groups so.
+nlohmann::json cache_group_json(const model::CacheGroup& group);
 
 // "LINE:COL" (both from 1) of a byte offset in text.
 std::string line_column(const std::string& text, std::size_t byte);

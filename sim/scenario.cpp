@@ -347,19 +347,7 @@ const Expectation* expectation_for(const Scenario& scenario, const std::string& 
 nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy, const std::vector<model::Step>& steps,
                                    const std::string& description, const Expectation* expect) {
     nlohmann::json groups = nlohmann::json::array();
-    for (const model::CacheGroup& g : scope.model.groups)
-        groups.push_back({{"name", g.name},
-                          {"kind", model::group_kind_name(g.kind)},
-                          {"layers", g.layers},
-                          {"block_tokens", g.block_tokens},
-                          {"segment_tokens", g.segment_tokens},
-                          {"window_tokens", g.window_tokens},
-                          {"compress_ratio", g.compress_ratio},
-                          {"bytes_per_token_layer", g.bytes_per_token_layer},
-                          {"state_bytes_layer", g.state_bytes_layer},
-                          {"indexer_top_k", g.indexer_top_k},
-                          {"indexed_group", std::max(0, g.indexed_group)},
-                          {"layout_id", g.layout_id}});
+    for (const model::CacheGroup& g : scope.model.groups) groups.push_back(cache_group_json(g));
     nlohmann::json requests = nlohmann::json::array();
     for (const RequestTemplate& t : scope.requests)
         requests.push_back({{"blocks", t.ids}, {"input_tokens", t.input_tokens}, {"output_tokens", t.output_tokens}});

@@ -6,6 +6,7 @@
 
 #include "model/core.hpp"
 #include "sim/files.hpp"
+#include "sim/json_fields.hpp"
 
 namespace kvcheck::sim {
 
@@ -21,8 +22,29 @@ ScheduleExporter::ScheduleExporter(std::string dir, const Scenario& scenario, st
 
 void ScheduleExporter::remember(const std::shared_ptr<const model::RequestSpec>& spec) { specs_[spec->uid] = spec; }
 
-void ScheduleExporter::note_fault(const model::World&, const model::Step& step, FaultClass fault, const std::string& what) {
-    faults_[step.target].push_back(std::string(fault_name(fault)) + " " + what);
+namespace {
+
+// How many fault notes one content or the global list keeps: the latest ones matter to a resume.
+constexpr std::size_t kFaultNotesKept = 8;
+
+}  // namespace
+
+void ScheduleExporter::note_fault(const model::World& w, const model::Step& step, FaultClass fault, const std::string& what,
+                                  std::uint64_t step_number) {
+    FaultNote note{step_number, std::string(fault_name(fault)) + " " + what};
+    std::uint32_t segment = model::kNone;
+    switch (step.kind) {
+        case model::StepKind::io_fail:
+        case model::StepKind::misaligned_reload: segment = w.io[step.target].segment; break;
+        case model::StepKind::bump_model_version:
+        case model::StepKind::change_layout: break;
+        default: segment = step.target; break;
+    }
+    std::vector<FaultNote>& notes =
+        segment == model::kNone ? global_faults_
+                                 : faults_[{w.segments[segment].group, w.segments[segment].is_tail, w.segments[segment].key}];
+    if (notes.size() == kFaultNotesKept) notes.erase(notes.begin());
+    notes.push_back(std::move(note));
 }
 
 void ScheduleExporter::note_loaded(std::uint32_t segment, std::uint32_t epoch) { loaded_.insert({segment, epoch}); }
@@ -44,6 +66,8 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
     nlohmann::json reads = nlohmann::json::array();
     nlohmann::json faults = nlohmann::json::array();
     nlohmann::json events = nlohmann::json::array();
+    std::vector<FaultNote> touched;  // faults that touched a read's content
+    bool stale_config = false;       // a read was written under other weights or another layout
     for (const model::ReadFact& f : model::read_facts(w, r)) {
         const model::PlanEntry& e = f.entry;
         nlohmann::json read = {{"group", e.group}, {"form", model::form_name(e.form)}, {"start", e.start}, {"end", e.end}};
@@ -80,21 +104,33 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
         read["transport"] = transport;
         read["damage"] = damage;
         reads.push_back(read);
-        if (f.present)
-            if (auto it = faults_.find(e.segment); it != faults_.end())
-                for (const std::string& text : it->second) {
-                    faults.push_back(text);
-                    events.push_back({{"step", 0}, {"what", text}});
-                }
+        // The content this read should hold, and the content its segment holds when that differs.
+        const auto note_touched = [&](std::uint8_t group, bool tail, std::uint64_t key) {
+            if (auto it = faults_.find({group, tail, key}); it != faults_.end())
+                touched.insert(touched.end(), it->second.begin(), it->second.end());
+        };
+        note_touched(e.group, e.form == model::Form::uncompressed_tail, spec.key(e.end));
+        if (f.present && e.segment != model::kNone) {
+            const model::Segment& held = w.segments[e.segment];
+            note_touched(held.group, held.is_tail, held.key);
+        }
+        stale_config = stale_config || (source.is_object() && (source["weights_version"] != w.kv_version ||
+                                                               source["layout"] != w.current_layout(e.group)));
+    }
+    if (stale_config) touched.insert(touched.end(), global_faults_.begin(), global_faults_.end());
+    std::sort(touched.begin(), touched.end(), [](const FaultNote& a, const FaultNote& b) { return a.step < b.step; });
+    touched.erase(std::unique(touched.begin(), touched.end(),
+                              [](const FaultNote& a, const FaultNote& b) { return a.step == b.step && a.what == b.what; }),
+                  touched.end());
+    for (const FaultNote& note : touched) {
+        faults.push_back(note.what);
+        events.push_back({{"step", note.step}, {"what", note.what}});
     }
     nlohmann::json groups = nlohmann::json::array();
     nlohmann::json layouts = nlohmann::json::array();
     for (std::uint8_t g = 0; g < w.config->groups.size(); ++g) {
         const model::CacheGroup& grp = w.group(g);
-        groups.push_back({{"name", grp.name}, {"kind", model::group_kind_name(grp.kind)}, {"block_tokens", grp.block_tokens},
-                          {"segment_tokens", grp.segment_tokens}, {"window_tokens", grp.window_tokens},
-                          {"compress_ratio", grp.compress_ratio}, {"indexer_top_k", grp.indexer_top_k},
-                          {"indexed_group", std::max(0, grp.indexed_group)}});
+        groups.push_back(cache_group_json(grp));
         layouts.push_back(w.current_layout(g));
     }
     nlohmann::json invariants = nlohmann::json::array();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -22,7 +23,10 @@ public:
                      std::uint32_t max_schedules = 200);
 
     void remember(const std::shared_ptr<const model::RequestSpec>& spec);
-    void note_fault(const model::World& world, const model::Step& step, FaultClass fault, const std::string& what);
+    // A fault just applied: `step` is the n-th model step of the run (from 1). It is kept for the
+    // content it touched, so a later schedule that reads that content lists it.
+    void note_fault(const model::World& world, const model::Step& step, FaultClass fault, const std::string& what,
+                    std::uint64_t step_number);
     void note_loaded(std::uint32_t segment, std::uint32_t epoch);
     void export_read(const model::World& world, std::uint32_t request, const std::vector<model::Violation>& violations);
     std::uint64_t written() const { return written_; }
@@ -36,7 +40,14 @@ private:
     std::uint64_t written_ = 0;
     std::map<std::uint32_t, std::shared_ptr<const model::RequestSpec>> specs_;  // writers by uid
     std::set<std::pair<std::uint32_t, std::uint32_t>> loaded_;                  // (segment, epoch) after a load
-    std::map<std::uint32_t, std::vector<std::string>> faults_;                  // by segment
+    struct FaultNote {
+        std::uint64_t step = 0;
+        std::string what;
+    };
+    // Faults by the entry content they touched, (group, tail block?, content key); weight and
+    // layout changes touch everything and are kept apart (the last few).
+    std::map<std::tuple<std::uint8_t, bool, std::uint64_t>, std::vector<FaultNote>> faults_;
+    std::vector<FaultNote> global_faults_;
 };
 
 // Token ids of a prompt as the replay sees them: derived from the content keys, so equal

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -441,4 +442,45 @@ TEST(RegressionScenarios, StepsReplayReproducesWithoutExpectBlock) {
             EXPECT_NE(o.out.find("violated " + name), std::string::npos) << file << " did not violate " << name << "\n" << o.all();
     }
     EXPECT_GE(counterexamples, 1u);
+}
+
+// Proves: an exported schedule lists the faults that touched the content it reads, each once, in
+// run order, named by the model step that applied it; an F2 failure names a segment range that the
+// schedule really reads in that group; and only indexer groups carry `indexed_group`.
+TEST(ScheduleExport, FaultEventsNameTheReadsTheyTouched) {
+    const fs::path dir = scratch("schedules-f2");
+    const Outcome o = kvcheck({"run", "scenarios/fault-f2-load-failure.json", "--policy", "naive", "--quiet", "--export-schedules",
+                               dir.string()});
+    ASSERT_TRUE(o.code == 0 || o.code == 1) << o.all();
+    const std::regex f2(R"(^F2 io_fail \w+ of \w+ segment \d+ \[(\d+),(\d+)\) of group (\S+)$)");
+    int schedules = 0;
+    int f2_events = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+        const nlohmann::json s = read_json(entry.path());
+        ++schedules;
+        const nlohmann::json& groups = s["model"]["groups"];
+        for (const nlohmann::json& g : groups) EXPECT_EQ(g.contains("indexed_group"), g["kind"] == "indexer") << g.dump();
+        ASSERT_EQ(s["events"].size(), s["faults"].size()) << entry.path();
+        std::uint64_t previous = 0;
+        for (std::size_t i = 0; i < s["events"].size(); ++i) {
+            const nlohmann::json& e = s["events"][i];
+            const std::uint64_t step = e["step"];
+            EXPECT_GE(step, previous) << entry.path() << ": events out of run order";
+            EXPECT_GT(step, 0u);
+            if (i > 0 && step == previous) EXPECT_NE(e["what"], s["events"][i - 1]["what"]) << entry.path() << ": a fault listed twice";
+            previous = step;
+            EXPECT_EQ(e["what"], s["faults"][i]);
+            std::smatch m;
+            const std::string what = e["what"];
+            if (!std::regex_match(what, m, f2)) continue;
+            ++f2_events;
+            bool read = false;
+            for (const nlohmann::json& r : s["reads"])
+                read = read || (groups[r["group"].get<std::size_t>()]["name"] == m[3].str() && r["start"] == std::stoul(m[1].str()) &&
+                                r["end"] == std::stoul(m[2].str()));
+            EXPECT_TRUE(read) << entry.path() << ": " << what << " touches no read of this schedule";
+        }
+    }
+    EXPECT_GT(schedules, 0);
+    EXPECT_GT(f2_events, 0) << "no schedule names an F2 load or offload failure";
 }

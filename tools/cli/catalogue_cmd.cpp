@@ -9,6 +9,7 @@
 
 #include "model/policy.hpp"
 #include "model/preset.hpp"
+#include "sim/json_fields.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace kvcheck::cli {
@@ -19,18 +20,9 @@ nlohmann::json preset_json(const model::ModelConfig& config) {
     const model::Derived d = model::derive(config);
     nlohmann::json groups = nlohmann::json::array();
     for (const model::CacheGroup& g : config.groups) {
-        groups.push_back({{"name", g.name},
-                          {"kind", model::group_kind_name(g.kind)},
-                          {"form", model::form_name(model::primary_form(g))},
-                          {"layers", g.layers},
-                          {"block_tokens", g.block_tokens},
-                          {"segment_tokens", g.segment_tokens},
-                          {"window_tokens", g.window_tokens},
-                          {"compress_ratio", g.compress_ratio},
-                          {"bytes_per_token_layer", g.bytes_per_token_layer},
-                          {"state_bytes_layer", g.state_bytes_layer},
-                          {"indexer_top_k", g.indexer_top_k},
-                          {"indexed_group", g.indexed_group}});
+        nlohmann::json group = sim::cache_group_json(g);
+        group["form"] = model::form_name(model::primary_form(g));
+        groups.push_back(group);
     }
     nlohmann::json forms = nlohmann::json::array();
     nlohmann::json bytes = nlohmann::json::object();
