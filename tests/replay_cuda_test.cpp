@@ -12,24 +12,15 @@
 #include "cuda_replay/clean_reads.hpp"
 #include "cuda_replay/replay.hpp"
 #include "model/core.hpp"
+#include "tests/replay_fixtures.hpp"
 
 using namespace kvcheck;
 using namespace kvcheck::replay;
 
 namespace {
 
-std::vector<int> random_tokens(std::uint64_t seed, int count) {
-    Rng rng(seed);
-    std::vector<int> out;
-    for (int i = 0; i < count; ++i) out.push_back(static_cast<int>(rng.below(kVocab)));
-    return out;
-}
-
-Schedule toy(int resume_len) { return clean_schedule(*model::find_preset("toy"), random_tokens(7, 160), resume_len, 3, 48, 4); }
-
-Schedule deepseek(int resume_len) {
-    return clean_schedule(*model::find_preset("deepseek-v4"), random_tokens(11, 560), resume_len, 5, 200, 3);
-}
+using fixtures::deepseek;
+using fixtures::toy;
 
 class ReplayCuda : public ::testing::Test {
 protected:
