@@ -16,6 +16,20 @@ std::uint8_t primary_group(const World& world) {
     KV_UNREACHABLE("config_problem() guarantees a full group");
 }
 
+std::uint32_t resume_grain(const World& world) {
+    const Defenses& d = world.defenses;
+    if (d.hash_hit_is_enough) return world.group(primary_group(world)).block_tokens;
+    return d.lcm_boundary ? world.derived.lcm_tokens : world.derived.min_block_tokens;
+}
+
+bool window_block_resumable(const World& world, const CacheGroup& group, std::uint32_t end) {
+    // The first grain point at or after `end` is the resume most likely to read the block; a
+    // later one's window starts later still. (A window longer than that point starts at 0.)
+    const std::uint32_t grain = resume_grain(world);
+    const std::uint64_t first = (std::uint64_t{end} + grain - 1) / grain * grain;
+    return first < group.window_tokens || (first - group.window_tokens) / group.block_tokens * group.block_tokens < end;
+}
+
 namespace {
 
 // How many index cells check_blocks fetches ahead; a failed check stops early, so more is waste.
@@ -310,7 +324,7 @@ LookupResult lookup(const World& world, const Request& request) {
         result.recompute_from = result.resume_len;
         return result;
     }
-    const std::uint32_t grain = d.lcm_boundary ? world.derived.lcm_tokens : world.derived.min_block_tokens;
+    const std::uint32_t grain = resume_grain(world);
     const std::uint32_t start_len = result.hash_hit_len / grain * grain;
     Outcome now = settle(world, request, start_len, grain, false);
     if (d.residency_check && !request.load_failed && now.len < start_len) {

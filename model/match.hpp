@@ -22,6 +22,14 @@ struct LookupResult {
 // Pure: reads the world, changes nothing. `after_loads` is false once a load for this request failed.
 LookupResult lookup(const World& world, const Request& request);
 
+// The lengths a resume can stop at under the policy in force: the LCM grain; the smallest block
+// for a policy that ignores it; the primary group's block for the plain hash-hit rule.
+std::uint32_t resume_grain(const World& world);
+
+// Whether some resume can read the SWA block of `group` ending at `end`: a resume at L reads the
+// window blocks from (L - W) / B * B up to L, and L stops only on the resume grain.
+bool window_block_resumable(const World& world, const CacheGroup& group, std::uint32_t end);
+
 // The index of the first full group: the group whose hashes a plain prefix lookup consults.
 std::uint8_t primary_group(const World& world);
 

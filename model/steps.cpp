@@ -12,11 +12,6 @@ namespace kvcheck::model {
 
 namespace {
 
-constexpr std::array<std::string_view, kStepKindCount> kStepNames = {
-    "lookup",  "pin",       "revalidate",   "allocate",        "read",          "commit",        "decode",
-    "finish",  "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
-    "skew_index", "bump_model_version", "change_layout", "misaligned_reload", "migrate", "lose_block"};
-
 std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
     for (std::size_t g = 0; g < w.config->groups.size(); ++g)
         if (w.config->groups[g].kind == GroupKind::indexer && w.config->groups[g].indexed_group == kv_group)
@@ -129,6 +124,14 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
     }
 }
 
+// A window block that no resume will ever read (window_block_resumable): it is never published,
+// and its writer releases it as soon as it lets go of it (docs/invariants.md, "Window blocks
+// released at slide time").
+bool private_window_block(const World& w, const Segment& s) {
+    const CacheGroup& grp = w.group(s.group);
+    return grp.kind == GroupKind::swa && !window_block_resumable(w, grp, s.end);
+}
+
 // Finishes the writes of segments registered by write_range: content, ready, published.
 void complete_writes(World& w, std::uint32_t r) {
     Request& q = w.requests[r];
@@ -136,7 +139,7 @@ void complete_writes(World& w, std::uint32_t r) {
     // docs/performance.md), since each one is a cache miss once the index is large.
     for (std::uint32_t id : q.owned) {
         const Segment& s = w.segments[id];
-        w.prefetch(s.key, s.group, s.is_tail);
+        if (!private_window_block(w, s)) w.prefetch(s.key, s.group, s.is_tail);
         if (w.group(s.group).kind == GroupKind::indexer)
             w.prefetch(s.key, static_cast<std::uint8_t>(w.group(s.group).indexed_group), false);
     }
@@ -151,38 +154,50 @@ void complete_writes(World& w, std::uint32_t r) {
         }
         w.slots[s.slot].content = written_content(w, *q.spec, s);
         s.stage = Stage::ready;
-        publish(w, id);
+        if (!private_window_block(w, s)) publish(w, id);
         touch(w, id);
     }
     q.owned.clear();
 }
 
+// Releases a block the request just let go of when it wrote it and nobody can read it again.
+void release_if_unread(World& w, const Request& q, std::uint32_t id, StepOutcome& out) {
+    const Segment& s = w.segments[id];
+    const bool unread = s.is_tail || private_window_block(w, s);
+    if (unread && s.owner == q.spec->uid && s.pins == 0 && s.stage == Stage::ready) {
+        out.evicted.push_back({s.form, w.bytes_of(s)});
+        free_segment(w, id);
+    }
+}
+
 // Drops the request's hold on blocks it no longer attends to: windows that slid past and
-// rolling tails folded into a compressed segment. Freed tails are the rolling buffer's reuse (F7).
+// rolling tails folded into a compressed segment. Its own blocks that nobody can read again are
+// released: folded tails (the rolling buffer's reuse, F7) and window blocks no resume reads.
 void slide(World& w, std::uint32_t r, StepOutcome& out) {
     Request& q = w.requests[r];
-    std::vector<std::uint32_t> drops;
-    for (std::uint32_t id : q.pinned) {
+    const auto passed = [&](std::uint32_t id) {
         const Segment& s = w.segments[id];
         const CacheGroup& grp = w.group(s.group);
-        bool drop = false;
-        if (grp.kind == GroupKind::swa) drop = s.end + grp.window_tokens <= q.pos;
-        else if (grp.kind == GroupKind::chunked) drop = s.end <= q.pos / grp.window_tokens * grp.window_tokens;
-        else if (s.is_tail) drop = s.end <= q.pos / grp.segment_tokens * grp.segment_tokens;
-        if (drop) drops.push_back(id);
-    }
-    if (drops.empty()) return;
+        if (grp.kind == GroupKind::swa) return s.end + grp.window_tokens <= q.pos;
+        if (grp.kind == GroupKind::chunked) return s.end <= q.pos / grp.window_tokens * grp.window_tokens;
+        return s.is_tail && s.end <= q.pos / grp.segment_tokens * grp.segment_tokens;
+    };
+    if (std::none_of(q.pinned.begin(), q.pinned.end(), passed)) return;
     // The guard takes the graph down before its addresses change and captures it again after.
     const bool recapture = w.graphs[r].live && w.defenses.graph_guard;
     if (recapture) release_graph(w, r);
-    for (std::uint32_t id : drops) {
-        const bool own_tail = w.segments[id].is_tail && w.segments[id].owner == q.spec->uid;
-        let_go(w, q, id);
-        if (own_tail && w.segments[id].pins == 0 && w.segments[id].stage == Stage::ready) {
-            out.evicted.push_back({Form::uncompressed_tail, w.bytes_of(w.segments[id])});
-            free_segment(w, id);
+    // One pass in pin order, keeping the holds that stay (let_go per block would be quadratic).
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < q.pinned.size(); ++i) {
+        const std::uint32_t id = q.pinned[i];
+        if (!passed(id)) {
+            q.pinned[kept++] = id;
+            continue;
         }
+        unpin(w, id);
+        release_if_unread(w, q, id, out);
     }
+    q.pinned.resize(kept);
     if (recapture) {
         capture(w, r);
         ++out.recaptures;
@@ -344,10 +359,13 @@ void do_decode(World& w, std::uint32_t r, std::uint32_t tokens, StepOutcome& out
     slide(w, r, out);
 }
 
-void do_finish(World& w, std::uint32_t r) {
+void do_finish(World& w, std::uint32_t r, StepOutcome& out) {
     Request& q = w.requests[r];
     release_graph(w, r);
-    for (std::uint32_t id : q.pinned) unpin(w, id);
+    for (std::uint32_t id : q.pinned) {
+        unpin(w, id);
+        if (private_window_block(w, w.segments[id])) release_if_unread(w, q, id, out);
+    }
     q.pinned.clear();
     q.plan.clear();
     q.phase = Phase::done;
@@ -461,14 +479,6 @@ bool read_in_flight(const World& w) {
 
 }  // namespace
 
-std::string_view step_kind_name(StepKind kind) { return kStepNames[static_cast<std::size_t>(kind)]; }
-
-std::optional<StepKind> step_kind_from_name(std::string_view name) {
-    for (std::size_t i = 0; i < kStepNames.size(); ++i)
-        if (kStepNames[i] == name) return static_cast<StepKind>(i);
-    return std::nullopt;
-}
-
 bool is_fault(StepKind kind) { return kind >= StepKind::io_fail && kind != StepKind::io_complete; }
 
 bool enabled(const World& w, const Step& step) {
@@ -517,7 +527,7 @@ StepOutcome apply(World& w, const Step& step) {
             break;
         case StepKind::commit: do_commit(w, t, out); break;
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
-        case StepKind::finish: do_finish(w, t); break;
+        case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::evict:
             out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t])});
             evict_segment(w, t);
@@ -598,47 +608,6 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
     }
     consider(StepKind::bump_model_version, 0);
     for (std::uint32_t g = 0; g < w.config->groups.size(); ++g) consider(StepKind::change_layout, g);
-}
-
-std::string describe(const World& w, const Step& step) {
-    std::string out(step_kind_name(step.kind));
-    auto segment_text = [&](std::uint32_t id) {
-        std::string text(" ");
-        if (id >= w.segments.size()) return text.append("segment ?");
-        const Segment& s = w.segments[id];
-        text.append(form_name(s.form)).append(" segment ").append(std::to_string(id));
-        text.append(" [").append(std::to_string(s.start)).append(",").append(std::to_string(s.end));
-        return text.append(") of group ").append(w.group(s.group).name);
-    };
-    switch (step.kind) {
-        case StepKind::lookup:
-        case StepKind::pin:
-        case StepKind::revalidate:
-        case StepKind::allocate:
-        case StepKind::read:
-        case StepKind::commit:
-        case StepKind::finish: return out + " request " + std::to_string(step.target);
-        case StepKind::decode:
-            return out + " request " + std::to_string(step.target) +
-                   (step.arg != 0 ? " by " + std::to_string(step.arg) + " tokens" : std::string());
-        case StepKind::evict:
-        case StepKind::offload:
-        case StepKind::interrupt_eviction:
-        case StepKind::skew_index:
-        case StepKind::migrate:
-        case StepKind::lose_block: return out + segment_text(step.target);
-        case StepKind::io_complete:
-        case StepKind::io_fail:
-        case StepKind::misaligned_reload: {
-            if (step.target >= w.io.size()) return out + " io ?";
-            const IoOp& op = w.io[step.target];
-            return out + " " + (op.kind == IoKind::load ? "load" : "offload") + " of" + segment_text(op.segment);
-        }
-        case StepKind::bump_model_version: return out;
-        case StepKind::change_layout:
-            return out + " of group " + (step.target < w.config->groups.size() ? w.group(static_cast<std::uint8_t>(step.target)).name : "?");
-    }
-    return out;
 }
 
 }  // namespace kvcheck::model

@@ -309,6 +309,35 @@ TEST(SwaWindow, BlocksSlidingOutOfTheWindowAreReleased) {
     EXPECT_EQ(w.segments[seg(w, kSwa, 96, 112)].pins, 1u);
 }
 
+// Window blocks that no resume can read are released by their writer when it lets go of them,
+// and never published (docs/invariants.md, "Model decisions"). DeepSeek-V4 resumes on a 256-token
+// grain with a 128-token window of 64-token blocks, so only the blocks ending at 192 and 256 of
+// every 256 can be read; the others go at the slide, and a later request still resumes in full.
+// A policy that resumes on the 64-token block grain (no-lcm) may read every block: none goes.
+TEST(SwaWindow, BlocksNoResumeReadsAreReleasedAtTheSlide) {
+    constexpr std::uint8_t kDsSwa = 2;  // deepseek-v4: c4, c128, swa, indexer
+    for (const std::string_view policy : {"validated", "no-lcm"}) {
+        Limits limits;
+        limits.gpu_budget_bytes = 1ULL << 30;
+        World w(std::make_shared<ModelConfig>(*find_preset("deepseek-v4")), find_policy(policy)->defenses, limits,
+                Rollout::cross_request);
+        run_request(w, add(w, 1, ids(64), 1024, 0));
+        for (std::uint32_t end = 64; end <= 1024; end += 64) {
+            const std::uint32_t id = seg(w, kDsSwa, end - 64, end);
+            const bool readable = policy == "no-lcm" || end % 256 == 0 || end % 256 == 192;
+            EXPECT_EQ(id != kNone, readable) << policy << " block ending at " << end;
+            if (id != kNone) {
+                EXPECT_TRUE(w.segments[id].published) << policy << " block ending at " << end;
+            }
+        }
+        const std::uint32_t b = add(w, 2, ids(64), 1024, 0);
+        const StepOutcome looked = ok(w, StepKind::lookup, b);
+        ASSERT_TRUE(looked.lookup.has_value());
+        EXPECT_EQ(looked.lookup->verdict, VerdictKind::resumable) << policy;
+        EXPECT_EQ(looked.lookup->resume_len, 768u) << policy;  // the c4 hash hit stops there for both
+    }
+}
+
 // A lookup needs the whole window [L-W, L) live now: losing a block outside the window changes
 // nothing, losing one inside it lowers the resume point (window_expired); the no-swa-expiry
 // mutant takes "was once valid" for "valid now" and breaks FM3.

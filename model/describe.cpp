@@ -1,0 +1,68 @@
+// Step names and one-line descriptions of steps, for counterexamples, schedules and timelines
+// (declared in model/steps.hpp).
+#include "model/steps.hpp"
+
+#include <array>
+#include <string>
+
+namespace kvcheck::model {
+
+namespace {
+
+constexpr std::array<std::string_view, kStepKindCount> kStepNames = {
+    "lookup",  "pin",       "revalidate",   "allocate",        "read",          "commit",        "decode",
+    "finish",  "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
+    "skew_index", "bump_model_version", "change_layout", "misaligned_reload", "migrate", "lose_block"};
+
+}  // namespace
+
+std::string_view step_kind_name(StepKind kind) { return kStepNames[static_cast<std::size_t>(kind)]; }
+
+std::optional<StepKind> step_kind_from_name(std::string_view name) {
+    for (std::size_t i = 0; i < kStepNames.size(); ++i)
+        if (kStepNames[i] == name) return static_cast<StepKind>(i);
+    return std::nullopt;
+}
+
+std::string describe(const World& w, const Step& step) {
+    std::string out(step_kind_name(step.kind));
+    auto segment_text = [&](std::uint32_t id) {
+        std::string text(" ");
+        if (id >= w.segments.size()) return text.append("segment ?");
+        const Segment& s = w.segments[id];
+        text.append(form_name(s.form)).append(" segment ").append(std::to_string(id));
+        text.append(" [").append(std::to_string(s.start)).append(",").append(std::to_string(s.end));
+        return text.append(") of group ").append(w.group(s.group).name);
+    };
+    switch (step.kind) {
+        case StepKind::lookup:
+        case StepKind::pin:
+        case StepKind::revalidate:
+        case StepKind::allocate:
+        case StepKind::read:
+        case StepKind::commit:
+        case StepKind::finish: return out + " request " + std::to_string(step.target);
+        case StepKind::decode:
+            return out + " request " + std::to_string(step.target) +
+                   (step.arg != 0 ? " by " + std::to_string(step.arg) + " tokens" : std::string());
+        case StepKind::evict:
+        case StepKind::offload:
+        case StepKind::interrupt_eviction:
+        case StepKind::skew_index:
+        case StepKind::migrate:
+        case StepKind::lose_block: return out + segment_text(step.target);
+        case StepKind::io_complete:
+        case StepKind::io_fail:
+        case StepKind::misaligned_reload: {
+            if (step.target >= w.io.size()) return out + " io ?";
+            const IoOp& op = w.io[step.target];
+            return out + " " + (op.kind == IoKind::load ? "load" : "offload") + " of" + segment_text(op.segment);
+        }
+        case StepKind::bump_model_version: return out;
+        case StepKind::change_layout:
+            return out + " of group " + (step.target < w.config->groups.size() ? w.group(static_cast<std::uint8_t>(step.target)).name : "?");
+    }
+    return out;
+}
+
+}  // namespace kvcheck::model
