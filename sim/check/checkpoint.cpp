@@ -85,6 +85,7 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
     w.put_text(c.policy);
     w.put_text(c.target);
     w.put(static_cast<std::uint8_t>(c.keep_graph ? 1 : 0));
+    w.put(c.reduction);
     w.put(c.initial_hash);
     w.put_array(c.parents);
     std::vector<std::uint8_t> kinds;
@@ -126,6 +127,7 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
     c.policy = r.get_text();
     c.target = r.get_text();
     c.keep_graph = r.get<std::uint8_t>() != 0;
+    c.reduction = r.get<std::uint8_t>();
     c.initial_hash = r.get<std::uint64_t>();
     c.parents = r.get_array<std::uint32_t>();
     const auto kinds = r.get_array<std::uint8_t>();
@@ -147,7 +149,7 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
         edge_ends.size() % 2 != 0 || c.level.empty())
         r.fail("its node arrays disagree in length");
     for (std::size_t i = 0; i < nodes; ++i) {
-        if (kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
+        if (c.reduction > 1 || kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
         c.steps.push_back({static_cast<model::StepKind>(kinds[i]), targets[i], args[i]});
     }
     const std::vector<std::uint32_t>* id_lists[] = {&c.level, &c.next, &edge_ends};

@@ -18,6 +18,7 @@ struct ExploreCheckpoint {
     std::string policy;              // checkpoint resumes only the same question
     std::string target;
     bool keep_graph = false;
+    std::uint8_t reduction = 0;      // sim::Reduction
     std::uint64_t initial_hash = 0;  // state hash of the scope's initial world (catches a changed model)
     std::vector<std::uint32_t> parents;
     std::vector<model::Step> steps;

@@ -3,6 +3,7 @@
 #include "sim/check/explorer.hpp"
 
 #include "model/core.hpp"
+#include "sim/check/symmetry.hpp"
 #include "sim/input_error.hpp"
 
 #include <algorithm>
@@ -117,6 +118,20 @@ bool all_done(const model::World& w) {
 
 }  // namespace
 
+const char* reduction_name(Reduction reduction) {
+    switch (reduction) {
+        case Reduction::none: return "none";
+        case Reduction::symmetry: return "symmetry";
+    }
+    KV_UNREACHABLE("unknown reduction");
+}
+
+std::optional<Reduction> reduction_from_name(const std::string& name) {
+    for (const Reduction r : {Reduction::none, Reduction::symmetry})
+        if (name == reduction_name(r)) return r;
+    return std::nullopt;
+}
+
 ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options) {
     const auto started = std::chrono::steady_clock::now();
     double seconds_before = 0;  // spent by the runs a checkpoint continues
@@ -124,6 +139,10 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     ExploreReport report;
     const model::World initial = initial_world(scope, defenses);
     const std::uint64_t initial_hash = model::state_hash(initial);
+    std::vector<std::uint32_t> labels;  // scratch for canonical_state_hash
+    auto state_key = [&](const model::World& w) {
+        return options.reduction == Reduction::symmetry ? canonical_state_hash(w, labels) : model::state_hash(w);
+    };
     std::vector<Node> nodes;
     std::vector<std::uint64_t> keys;  // visited-set key per node, for checkpoints
     VisitedTable visited;
@@ -138,9 +157,11 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     std::uint32_t counterexample_node = 0;
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
-        if (c.scope != scope.name || c.target != options.target || c.keep_graph != options.keep_graph || c.initial_hash != initial_hash)
+        if (c.scope != scope.name || c.target != options.target || c.keep_graph != options.keep_graph ||
+            c.reduction != static_cast<std::uint8_t>(options.reduction) || c.initial_hash != initial_hash)
             throw InputError("", "--resume", "the checkpoint is of another question (scope " + c.scope + ", invariant \"" + c.target +
-                                                 "\"" + (c.keep_graph ? ", liveness" : "") + ") or another model version");
+                                                 "\", reduction " + reduction_name(static_cast<Reduction>(c.reduction)) + (c.keep_graph ? ", liveness" : "") +
+                                                 ") or another model version");
         for (std::size_t i = 0; i < c.parents.size(); ++i) {
             nodes.push_back({c.parents[i], c.steps[i]});
             visited.insert(c.keys[i], static_cast<std::uint32_t>(i));
@@ -168,7 +189,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         }
     } else {
         nodes.push_back({0, {}});
-        keys.push_back(kvcheck::hash_combine(initial_hash, 0));
+        keys.push_back(kvcheck::hash_combine(state_key(initial), 0));
         visited.insert(keys.front(), 0);
         level.push_back({initial, 0, 0, 0});
         level_count = 1;
@@ -184,6 +205,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         c.scope = scope.name;
         c.target = options.target;
         c.keep_graph = options.keep_graph;
+        c.reduction = static_cast<std::uint8_t>(options.reduction);
         c.initial_hash = initial_hash;
         for (const Node& n : nodes) {
             c.parents.push_back(n.parent);
@@ -229,7 +251,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 ++report.transitions;
                 const auto faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
                 const auto background = static_cast<std::uint8_t>(f.background + (is_background(step.kind) ? 1 : 0));
-                const std::uint64_t key = kvcheck::hash_combine(model::state_hash(child), (std::uint64_t{faults} << 8) | background);
+                const std::uint64_t key = kvcheck::hash_combine(state_key(child), (std::uint64_t{faults} << 8) | background);
                 const auto [node, inserted] = visited.insert(key, static_cast<std::uint32_t>(nodes.size()));
                 if (options.keep_graph) edges.emplace_back(f.node, node);
                 if (!inserted) continue;

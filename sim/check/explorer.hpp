@@ -13,15 +13,22 @@
 
 namespace kvcheck::sim {
 
+// How the explorer tells states apart. `symmetry` merges worlds that differ only by a renaming of
+// segment ids (sim/check/symmetry.hpp); `none` keeps model::state_hash as it is.
+enum class Reduction : std::uint8_t { none, symmetry };
+const char* reduction_name(Reduction reduction);
+std::optional<Reduction> reduction_from_name(const std::string& name);
+
 struct ExploreOptions {
     std::uint64_t max_states = 20'000'000;
     double max_seconds = 600;
     bool stop_at_first = true;
     bool keep_graph = false;   // store edges for the strongly-connected-component liveness analysis
     std::string target;        // record only counterexamples violating this invariant ("" = any)
+    Reduction reduction = Reduction::none;
     std::function<void(std::uint64_t states, std::uint32_t depth, double seconds)> progress;
     const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C): stop, keeping what was found
-    // Continue a stopped run (same scope, policy, target and keep_graph). Bounds apply afresh:
+    // Continue a stopped run (same scope, policy, target, reduction and keep_graph). Bounds apply afresh:
     // max_seconds to this run, max_states to the states of all runs together.
     const ExploreCheckpoint* resume = nullptr;
 };

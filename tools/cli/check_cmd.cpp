@@ -47,6 +47,12 @@ sim::Scope scope_or_throw(const std::string& name) {
     throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: reference, small)");
 }
 
+sim::Reduction reduction_or_throw(const std::string& name) {
+    const std::optional<sim::Reduction> r = sim::reduction_from_name(name);
+    if (!r) throw sim::InputError("", "--reduction", "unknown reduction \"" + name + "\" (known: none, symmetry)");
+    return *r;
+}
+
 void write_counterexample(const std::string& dir, const sim::Scope& scope, const std::string& policy, const sim::Counterexample& c) {
     sim::ensure_directory(dir);
     const std::string note = "counterexample for policy " + policy + ": " + (c.violations.empty() ? "" : c.violations.front().invariant);
@@ -61,6 +67,7 @@ struct CheckArgs {
     std::string target;
     std::string resume;
     std::string checkpoint;
+    std::string reduction = "none";
     std::uint64_t max_states = 50'000'000;
     double max_seconds = 600;
     bool json = false;
@@ -79,6 +86,7 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)");
     cmd->add_option("--max-seconds", a->max_seconds, "Time bound (reported when hit)");
     cmd->add_option("--out", a->out, "Write counterexample.json and counterexample.dot here");
+    cmd->add_option("--reduction", a->reduction, "none (default) or symmetry: merge states that differ only by segment ids");
     cmd->add_option("--resume", a->resume, "Continue from a checkpoint written when a run was interrupted or hit a bound");
     cmd->add_option("--checkpoint", a->checkpoint,
                     "Where a stopped run writes its checkpoint (default: the --resume file, else DIR/check.checkpoint with --out, "
@@ -98,17 +106,20 @@ void register_check(CLI::App& app, Common& common) {
             same("--scope", a->scope, resumed->scope);
             same("--policy", a->policy, resumed->policy);
             same("--invariant", a->target, resumed->target);
+            same("--reduction", a->reduction, sim::reduction_name(static_cast<sim::Reduction>(resumed->reduction)));
             if (cmd->count("--liveness") > 0 && !resumed->keep_graph)
                 throw sim::InputError(a->resume, "--liveness", "the checkpoint was written without --liveness");
             a->scope = resumed->scope;
             a->policy = resumed->policy;
             a->target = resumed->target;
+            a->reduction = sim::reduction_name(static_cast<sim::Reduction>(resumed->reduction));
             a->liveness = resumed->keep_graph;
         }
         const model::PolicyInfo& policy = policy_or_throw(a->policy);
         const sim::Scope scope = scope_or_throw(a->scope);
         sim::ExploreOptions options;
         if (resumed) options.resume = &*resumed;
+        options.reduction = reduction_or_throw(a->reduction);
         options.max_states = a->max_states;
         options.max_seconds = a->max_seconds;
         options.target = a->target;
@@ -131,7 +142,7 @@ void register_check(CLI::App& app, Common& common) {
             std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: kvcheck check --resume %s\n", r.bound_hit.c_str(),
                          static_cast<unsigned long long>(r.states), checkpoint_path.c_str(), checkpoint_path.c_str());
         }
-        nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"states", r.states},
+        nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"reduction", a->reduction},         {"states", r.states},
                             {"transitions", r.transitions}, {"depth", r.depth},     {"seconds", r.seconds},
                             {"states_per_s", r.states_per_s}, {"exhausted", r.exhausted}, {"bound_hit", r.bound_hit},
                             {"stuck_states", r.stuck_states}, {"cycles", r.nontrivial_sccs}};
@@ -144,8 +155,8 @@ void register_check(CLI::App& app, Common& common) {
         if (a->json) {
             std::cout << j.dump(2) << "\n";
         } else {
-            std::printf("scope=%s policy=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n", a->scope.c_str(),
-                        a->policy.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
+            std::printf("scope=%s policy=%s reduction=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n", a->scope.c_str(),
+                        a->policy.c_str(), a->reduction.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
                         r.seconds, r.states_per_s, r.exhausted ? "exhausted" : ("bound hit: " + r.bound_hit).c_str());
             if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
             if (r.counterexample) std::printf("counterexample (%zu steps):\n%s", r.counterexample->steps.size(), sim::format_counterexample(*r.counterexample).c_str());

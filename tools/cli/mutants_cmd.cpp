@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sim/check/dot.hpp"
@@ -23,10 +24,12 @@ void register_mutants(CLI::App& app, Common& common) {
     auto json = std::make_shared<bool>(false);
     auto quiet = std::make_shared<bool>(false);
     auto only = std::make_shared<std::string>();
+    auto reduction = std::make_shared<std::string>("none");
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
     cmd->add_option("--scope", *scope_name, "Named scope (default reference)");
     cmd->add_option("--policy", *only, "Check only this policy");
     cmd->add_option("--max-seconds", *seconds, "Time bound per policy");
+    cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
     cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here");
     cmd->add_flag("--json", *json, "Print a JSON list of {policy, detected, invariant, counterexample_steps, seconds}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
@@ -35,6 +38,8 @@ void register_mutants(CLI::App& app, Common& common) {
             throw sim::InputError("", "--scope", "unknown scope \"" + *scope_name + "\" (known: reference, small)");
         if (!only->empty() && model::find_policy(*only) == nullptr)
             throw sim::InputError("", "--policy", "unknown policy \"" + *only + "\" (known: " + model::policy_names() + ")");
+        const std::optional<sim::Reduction> chosen = sim::reduction_from_name(*reduction);
+        if (!chosen) throw sim::InputError("", "--reduction", "unknown reduction \"" + *reduction + "\" (known: none, symmetry)");
         const sim::Scope scope = sim::named_scope(*scope_name);
         nlohmann::json rows = nlohmann::json::array();
         bool all_good = true;
@@ -44,6 +49,7 @@ void register_mutants(CLI::App& app, Common& common) {
             sim::ExploreOptions options;
             options.max_seconds = *seconds;
             options.target = p.breaks;
+            options.reduction = *chosen;
             Progress progress(*quiet, "mutants " + p.name);
             options.progress = [&](std::uint64_t states, std::uint32_t depth, double) {
                 progress.update(states, 0, "states, depth " + std::to_string(depth));
