@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 
 #include "model/core.hpp"
 
@@ -205,16 +204,20 @@ void slide(World& w, std::uint32_t r, StepOutcome& out) {
 }
 
 std::uint32_t add_io(World& w, const IoOp& op) {
-    if (w.free_io.empty()) {
-        w.io.push_back(op);
-        return static_cast<std::uint32_t>(w.io.size() - 1);
+    // The lowest free slot, so that ids stay canonical for the explorer's hashing.
+    for (std::size_t word = w.free_io_low; word < w.free_io.size(); ++word) {
+        std::uint64_t& bits = w.free_io[word];
+        if (bits == 0) continue;
+        w.free_io_low = word;
+        const auto id = static_cast<std::uint32_t>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+        bits &= bits - 1;
+        KV_ASSERT(!w.io[id].live, "a free I/O slot holds a live operation");
+        w.io[id] = op;
+        return id;
     }
-    // The lowest free slot (a min-heap), so that ids stay canonical for the explorer's hashing.
-    std::pop_heap(w.free_io.begin(), w.free_io.end(), std::greater<>());
-    const std::uint32_t id = w.free_io.back();
-    w.free_io.pop_back();
-    w.io[id] = op;
-    return id;
+    w.free_io_low = w.free_io.size();
+    w.io.push_back(op);
+    return static_cast<std::uint32_t>(w.io.size() - 1);
 }
 
 void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
@@ -375,8 +378,10 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
     IoOp& op = w.io[op_id];
     Segment& s = w.segments[op.segment];
     op.live = false;
-    w.free_io.push_back(op_id);
-    std::push_heap(w.free_io.begin(), w.free_io.end(), std::greater<>());
+    const std::size_t word = op_id / 64;
+    if (w.free_io.size() <= word) w.free_io.resize(word + 1, 0);
+    w.free_io[word] |= std::uint64_t{1} << (op_id % 64);
+    w.free_io_low = std::min(w.free_io_low, word);
     const std::uint64_t bytes = w.bytes_of(s);
     if (op.kind == IoKind::offload) {
         if (ok) {

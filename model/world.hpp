@@ -179,7 +179,10 @@ struct World {
     std::vector<std::uint32_t> free_disk;
     FlatIndex index;                           // prefix index -> segment id (confirmed by holds())
     std::vector<IoOp> io;
-    std::vector<std::uint32_t> free_io;        // finished I/O slots for reuse (a min-heap)
+    // Finished I/O slots for reuse, as a bitmap (bit i%64 of word i/64 is set when io[i] is free),
+    // so that the lowest free slot is found with a bit scan; no free slot lies below word free_io_low.
+    std::vector<std::uint64_t> free_io;
+    std::size_t free_io_low = 0;
     std::vector<Request> requests;             // slots; finished ones are recycled
     std::vector<std::uint32_t> free_requests;
     std::vector<Graph> graphs;                 // one per request slot
