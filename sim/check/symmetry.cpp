@@ -82,7 +82,8 @@ std::uint64_t canonical_state_hash(const model::World& w, std::vector<std::uint3
     for (const model::DiskObject& d : w.disk) a.add(d.content ^ (label(d.owner) << 32));
     for (const model::IoOp& op : w.io)
         if (op.live) {
-            // Two words: an offload's request is kNone, whose shift would spill into the segment's bits.
+            // Two words, here and for plan entries: a kNone request or slot, shifted, would spill
+            // into the segment's bits and merge segments 2k and 2k+1.
             a.add(label(op.segment));
             a.add((std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
         }
@@ -93,7 +94,8 @@ std::uint64_t canonical_state_hash(const model::World& w, std::vector<std::uint3
         a.add(r.config_epoch_at_lookup == w.config_epoch);
         for (const model::PlanEntry& p : r.plan) {
             const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;
-            a.add((label(p.segment) << 32) | (std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
+            a.add(label(p.segment));
+            a.add((std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
         }
         for (std::uint32_t id : r.pinned) a.add(label(id));
         for (std::uint32_t id : r.owned) a.add(label(id) ^ 0x77ULL);
