@@ -190,7 +190,7 @@ std::uint64_t state_hash(const World& w) {
         a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
               (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{s.published} << 3) |
               (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
-        a.add(s.anchor);
+        a.add((std::uint64_t{s.owner} << 32) | s.anchor);  // the writer steers rollout reuse and SWA release
     }
     for (std::uint32_t head : w.lru_head) {  // LRU order decides future evictions
         for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(id);
@@ -207,7 +207,10 @@ std::uint64_t state_hash(const World& w) {
     for (std::uint32_t id : w.shared_free_slots) a.add(id);
     for (const DiskObject& d : w.disk) a.add(d.content ^ (std::uint64_t{d.owner} << 32));
     for (const IoOp& op : w.io)
-        if (op.live) a.add((std::uint64_t{op.segment} << 32) | (std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
+        if (op.live) {
+            a.add(op.segment);
+            a.add((std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
+        }
     for (const Request& r : w.requests) {
         a.add((std::uint64_t{static_cast<std::uint8_t>(r.phase)} << 56) | (std::uint64_t{r.pos} << 24) | r.resume_len);
         // The verdict and hash-hit length are reports, not state: they never steer a later step.
@@ -216,7 +219,8 @@ std::uint64_t state_hash(const World& w) {
         a.add(r.config_epoch_at_lookup == w.config_epoch);
         for (const PlanEntry& p : r.plan) {
             const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;
-            a.add((std::uint64_t{p.segment} << 32) | (std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
+            a.add(p.segment);
+            a.add((std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
         }
         for (std::uint32_t id : r.pinned) a.add(id);
         for (std::uint32_t id : r.owned) a.add(id ^ 0x77ULL);
