@@ -166,7 +166,9 @@ void register_check(CLI::App& app, Common& common) {
             std::fprintf(a->json ? stderr : stdout, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s/counterexample.json\n",
                          a->out.c_str(), a->out.c_str());
         }
-        common.exit_code = r.counterexample || r.stuck_states > 0 ? 1 : 0;
+        // A run stopped by a signal proved nothing yet: 130 (the shell's code for SIGINT), unless it
+        // already found a violation.
+        common.exit_code = r.counterexample || r.stuck_states > 0 ? 1 : interrupted.load() ? 130 : 0;
     });
 }
 
@@ -254,7 +256,7 @@ void register_fuzz(CLI::App& app, Common& common) {
             std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s --seed %llu --walks %llu --shard %s%s\n", o->policy.c_str(),
                          static_cast<unsigned long long>(o->seed), static_cast<unsigned long long>(r.violations.front().walk / o->shard_count + 1),
                          shard->c_str(), o->swarm ? "" : " --no-swarm");
-        common.exit_code = j["violations"].empty() ? 0 : 1;
+        common.exit_code = !j["violations"].empty() ? 1 : r.interrupted ? 130 : 0;
     });
 }
 
