@@ -1,15 +1,22 @@
-// The prefix index as a flat open-addressing hash table (linear probing, backward-shift
-// deletion): copying a World copies one vector, which keeps explorers fast, and lookups on
-// million-request traces stay O(1). Iteration order is never used for output.
+// The prefix index as a flat open-addressing hash table (linear probing with wrap-around,
+// backward-shift deletion): copying a World copies one vector, which keeps explorers fast, and
+// lookups on million-request traces stay O(1). Iteration order is never used for output.
 //
 // A cell is 8 bytes: a 32-bit fingerprint of the key and the 32-bit value. The full key is not
 // stored; the caller keeps it with the value (a segment row holds its own key) and confirms a
 // fingerprint match through the `is_key(value)` callback. The home cell is a function of the
 // fingerprint alone, so growing and deleting never need the full key.
+//
+// The table holds any number of cells, not just a power of two: it grows by 1.5x when it would
+// be more than 80 % full, so it stays between 53 % and 80 % full once grown, and a cell costs
+// 10-15 bytes per entry (docs/performance.md, proposal 6). The home cell maps the fingerprint's
+// multiplied high bits onto [0, cells) with one multiply (Lemire's fastrange).
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "model/core.hpp"
 
 namespace kvcheck::model {
 
@@ -22,7 +29,7 @@ public:
     std::uint32_t find(std::uint64_t key, IsKey&& is_key) const {
         if (size_ == 0) return kMissing;
         const std::uint32_t fp = fingerprint(key);
-        for (std::size_t i = home(fp); cells_[i].value != kMissing; i = (i + 1) & mask())
+        for (std::size_t i = home(fp); cells_[i].value != kMissing; i = next(i))
             if (cells_[i].fingerprint == fp && is_key(cells_[i].value)) return cells_[i].value;
         return kMissing;
     }
@@ -30,10 +37,10 @@ public:
     // Maps key to value; returns the value it replaced, or kMissing. `is_key` as for find.
     template <typename IsKey>
     std::uint32_t put(std::uint64_t key, std::uint32_t value, IsKey&& is_key) {
-        if ((size_ + 1) * 4 > cells_.size() * 3) grow();
+        if ((size_ + 1) * kLoadDenominator > cells_.size() * kLoadNumerator) grow();
         const std::uint32_t fp = fingerprint(key);
         std::size_t i = home(fp);
-        for (; cells_[i].value != kMissing; i = (i + 1) & mask()) {
+        for (; cells_[i].value != kMissing; i = next(i)) {
             if (cells_[i].fingerprint == fp && is_key(cells_[i].value)) {
                 const std::uint32_t old = cells_[i].value;
                 cells_[i].value = value;
@@ -52,10 +59,12 @@ public:
         std::size_t i = home(fp);
         while (cells_[i].fingerprint != fp || cells_[i].value != value) {
             if (cells_[i].value == kMissing) return;
-            i = (i + 1) & mask();
+            i = next(i);
         }
-        // Backward-shift deletion keeps every probe chain unbroken without tombstones.
-        for (std::size_t j = (i + 1) & mask();; j = (j + 1) & mask()) {
+        // Backward-shift deletion keeps every probe chain unbroken without tombstones: the entry
+        // at j moves into the hole at i unless its home lies cyclically in (i, j], that is, after
+        // the hole on its own probe path (j < i when the chain wrapped past the last cell).
+        for (std::size_t j = next(i);; j = next(j)) {
             if (cells_[j].value == kMissing) break;
             const std::size_t h = home(cells_[j].fingerprint);
             const bool movable = (j > i) ? (h <= i || h > j) : (h <= i && h > j);
@@ -75,6 +84,7 @@ public:
     }
 
     std::size_t size() const { return size_; }
+    std::size_t cells() const { return cells_.size(); }
 
     // Visits every (fingerprint, value) pair.
     template <typename Visit>
@@ -83,13 +93,18 @@ public:
             if (c.value != kMissing) visit(std::uint64_t{c.fingerprint}, c.value);
     }
 
-    // The cell a key's probe starts at in a table of `cells` cells (a power of two): exposed so
-    // that tests can build collisions.
-    static std::size_t home_of(std::uint64_t key, std::size_t cells) {
-        return multiplied(fingerprint(key)) >> (32 - log2(cells));
-    }
+    // The cell a key's probe starts at in a table of `cells` cells: exposed so that tests can
+    // build collisions.
+    static std::size_t home_of(std::uint64_t key, std::size_t cells) { return fastrange(multiplied(fingerprint(key)), cells); }
+
+    // The sizes the table takes as it grows: 16 cells, then 1.5x the previous size each time.
+    static std::size_t grown_cells(std::size_t cells) { return cells == 0 ? 16 : cells + cells / 2; }
 
 private:
+    // Grow before the table would be more than kLoadNumerator / kLoadDenominator full.
+    static constexpr std::size_t kLoadNumerator = 4;
+    static constexpr std::size_t kLoadDenominator = 5;
+
     struct Cell {
         std::uint32_t fingerprint = 0;
         std::uint32_t value = kMissing;
@@ -98,26 +113,26 @@ private:
     static std::uint32_t fingerprint(std::uint64_t key) { return static_cast<std::uint32_t>(key ^ (key >> 32)); }
     // Fibonacci hashing of the fingerprint: equal low bits in keys do not share home cells.
     static std::uint32_t multiplied(std::uint32_t fp) { return fp * 0x9E3779B1u; }
-    static unsigned log2(std::size_t cells) { return static_cast<unsigned>(__builtin_ctzll(cells)); }
-    std::size_t home(std::uint32_t fp) const { return multiplied(fp) >> shift_; }
-    std::size_t mask() const { return cells_.size() - 1; }
+    // Maps a 32-bit hash onto [0, cells) by its high bits (cells < 2^32).
+    static std::size_t fastrange(std::uint32_t hash, std::size_t cells) { return (std::uint64_t{hash} * cells) >> 32; }
+    std::size_t home(std::uint32_t fp) const { return fastrange(multiplied(fp), cells_.size()); }
+    std::size_t next(std::size_t i) const { return i + 1 == cells_.size() ? 0 : i + 1; }
 
     void grow() {
-        std::vector<Cell> old(cells_.empty() ? 16 : cells_.size() * 2);
+        std::vector<Cell> old(grown_cells(cells_.size()));
+        KV_ASSERT(old.size() < (std::size_t{1} << 32), "the prefix index outgrew 2^32 cells");
         old.swap(cells_);
-        shift_ = 32 - log2(cells_.size());
         size_ = 0;
         for (const Cell& c : old) {
             if (c.value == kMissing) continue;
             std::size_t i = home(c.fingerprint);
-            while (cells_[i].value != kMissing) i = (i + 1) & mask();
+            while (cells_[i].value != kMissing) i = next(i);
             cells_[i] = c;
             ++size_;
         }
     }
 
     std::vector<Cell> cells_;
-    unsigned shift_ = 32;
     std::size_t size_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // Unit tests of the cache-manager model (model/): each form's lifecycle, the four validation
-// layers, the four red lines, rollout modes, the four verdicts, config checks, the flat prefix
-// index, state hashing and the mutant table. Each test drives a small World through explicit
-// steps and checks every invariant (structural checks on) after every step it expects to be clean.
+// layers, the four red lines, rollout modes, the four verdicts, config checks, state hashing and
+// the mutant table (the prefix index has tests/flat_index_test.cpp). Each test drives a small World
+// through explicit steps and checks every invariant (structural checks on) after every step it
+// expects to be clean.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "model/core.hpp"
-#include "model/flat_index.hpp"
 #include "model/invariants.hpp"
 #include "model/match.hpp"
 #include "model/policy.hpp"
@@ -932,64 +932,6 @@ TEST(Config, ProblemsAreRejected) {
                   c.groups[kIndexer].block_tokens = c.groups[kIndexer].segment_tokens = 1021;
               }).find("LCM"),
               std::string::npos);
-}
-
-// FlatIndex agrees with std::map over random put/find/erase, with keys chosen to collide: equal
-// fingerprints (only the confirmation tells them apart), one shared home cell, and homes at the
-// end of a 64-cell table (wrap-around), so backward-shift deletion must keep every chain intact;
-// erase with a stale value is a no-op. As in the model, a value names its key (value / 4 is the
-// key's number), which is what the confirmation callback relies on.
-TEST(FlatIndexTest, AgreesWithMapUnderCollisions) {
-    kvcheck::Rng rng(20240611);
-    FlatIndex index;
-    std::map<std::uint64_t, std::uint32_t> reference;
-    std::vector<std::uint64_t> keys;
-    for (std::uint64_t i = 1; i <= 12; ++i) keys.push_back((i << 32) | i);  // every fingerprint is 0
-    for (std::uint64_t x = 1; keys.size() < 24; ++x)                        // one home cell in every table size used
-        if (FlatIndex::home_of(x, 1u << 20) == 0) keys.push_back(x);
-    for (std::uint64_t x = 1; keys.size() < 36; ++x)  // home at the end of a 64-cell table
-        if (FlatIndex::home_of(x * 7919, 64) == 63) keys.push_back(x * 7919);
-    for (std::uint64_t i = 0; i < 24; ++i) keys.push_back(kvcheck::mix64(i) | 2);
-    const auto is_key = [&](std::uint64_t key) { return [&keys, key](std::uint32_t v) { return keys[v / 4] == key; }; };
-    std::size_t erased = 0;
-    for (int op = 0; op < 20'000; ++op) {
-        const auto number = static_cast<std::uint32_t>(rng.below(keys.size()));
-        const std::uint64_t key = keys[number];
-        const auto value = static_cast<std::uint32_t>(number * 4 + rng.below(4));
-        const auto it = reference.find(key);
-        switch (rng.below(3)) {
-            case 0: {
-                const std::uint32_t old = index.put(key, value, is_key(key));
-                EXPECT_EQ(old, it == reference.end() ? FlatIndex::kMissing : it->second);
-                reference[key] = value;
-                break;
-            }
-            case 1: {
-                index.erase(key, value);
-                if (it != reference.end() && it->second == value) {
-                    reference.erase(it);
-                    ++erased;
-                }
-                break;
-            }
-            default: EXPECT_EQ(index.find(key, is_key(key)), it == reference.end() ? FlatIndex::kMissing : it->second); break;
-        }
-        ASSERT_EQ(index.size(), reference.size()) << "after op " << op;
-        if (op % 97 == 0)
-            for (std::uint64_t k : keys) {
-                const auto r = reference.find(k);
-                ASSERT_EQ(index.find(k, is_key(k)), r == reference.end() ? FlatIndex::kMissing : r->second) << "key " << k << " op " << op;
-            }
-    }
-    EXPECT_GT(erased, 1000u) << "the run must exercise deletion";
-    std::size_t visited = 0;
-    index.for_each([&](std::uint64_t, std::uint32_t v) {
-        ++visited;
-        const std::uint64_t k = keys[v / 4];
-        ASSERT_TRUE(reference.count(k));
-        EXPECT_EQ(reference.at(k), v);
-    });
-    EXPECT_EQ(visited, reference.size());
 }
 
 // state_hash is a function of the state: equal worlds hash equal, a step changes the hash, and
