@@ -56,7 +56,8 @@ public:
         const auto count = get<std::uint64_t>();
         if (count > (bytes_.size() - at_) / sizeof(T)) fail("an array runs past the end of the file");
         std::vector<T> values(static_cast<std::size_t>(count));
-        std::memcpy(values.data(), take(values.size() * sizeof(T)), values.size() * sizeof(T));
+        const char* data = take(values.size() * sizeof(T));
+        if (!values.empty()) std::memcpy(values.data(), data, values.size() * sizeof(T));  // data() of an empty vector may be null
         return values;
     }
     bool at_end() const { return at_ == bytes_.size(); }
