@@ -129,10 +129,11 @@ void touch(World& w, std::uint32_t id) {
 std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint32_t start, std::uint32_t end,
                              std::uint64_t key, std::uint32_t owner, AdmissionLog* log) {
     Segment probe;
-    probe.group = group;
-    probe.start = start;
+    probe.group = group & 0xF;
+    probe.form = form;
     probe.end = end;
     probe.is_tail = form == Form::uncompressed_tail;
+    KV_ASSERT_EQ(w.start_of(probe), start, "a segment's start is derived from its end, group and form");
     const std::uint64_t bytes = w.bytes_of(probe);
     if (!make_room(w, bytes + kStateEntryBytes, log)) {
         if (log != nullptr) log->refused = true;
@@ -144,9 +145,8 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
     s = Segment{};
     s.epoch = epoch;
     s.key = key;
-    s.start = start;
     s.end = end;
-    s.group = group;
+    s.group = group & 0xF;
     s.form = form;
     s.is_tail = form == Form::uncompressed_tail;
     s.stage = Stage::writing;

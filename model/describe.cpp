@@ -31,7 +31,7 @@ std::string describe(const World& w, const Step& step) {
         if (id >= w.segments.size()) return text.append("segment ?");
         const Segment& s = w.segments[id];
         text.append(form_name(s.form)).append(" segment ").append(std::to_string(id));
-        text.append(" [").append(std::to_string(s.start)).append(",").append(std::to_string(s.end));
+        text.append(" [").append(std::to_string(w.start_of(s))).append(",").append(std::to_string(s.end));
         return text.append(") of group ").append(w.group(s.group).name);
     };
     switch (step.kind) {

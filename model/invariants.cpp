@@ -115,8 +115,8 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
             const CacheGroup& grp = w.group(e.group);
             const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
             const Segment& s = w.segments[e.segment];
-            if (s.anchor != boundary || e.start < boundary)
-                fail("FM2_tail_boundary", entry_text(w, r, e) + " continues the boundary at " + std::to_string(s.anchor) +
+            if (w.anchor_of(s) != boundary || e.start < boundary)
+                fail("FM2_tail_boundary", entry_text(w, r, e) + " continues the boundary at " + std::to_string(w.anchor_of(s)) +
                                               " but the compressed segments end at " + std::to_string(boundary));
         }
         if (e.form == Form::uncompressed_tail && f.present) {
@@ -253,7 +253,7 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
             f.whole = s.whole && s.stage != Stage::evicting;
             if (grp.kind == GroupKind::indexer) {
                 const std::uint32_t kv = indexed_kv(w, q, e);
-                f.index_ok = kv != kNone && w.segments[kv].data_version == s.indexed_version;
+                f.index_ok = kv != kNone && w.segments[kv].data_version() == s.indexed_version();
             }
         }
         if (grp.kind == GroupKind::linear) {
@@ -264,7 +264,7 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
                 f.expected = hash_combine(base, q.resume_len / grp.segment_tokens * grp.segment_tokens) | 1;
             } else if (grp.kind == GroupKind::indexer) {
                 const std::uint32_t kv = indexed_kv(w, q, e);
-                f.expected = hash_combine(base, kv == kNone ? 0 : w.segments[kv].data_version) | 1;
+                f.expected = hash_combine(base, kv == kNone ? 0 : w.segments[kv].data_version()) | 1;
             } else {
                 f.expected = base;
             }

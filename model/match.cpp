@@ -101,7 +101,7 @@ private:
         if (w_.group(g).kind == GroupKind::indexer && d_.index_version_check) {
             const auto kv_group = static_cast<std::uint8_t>(w_.group(g).indexed_group);
             const std::uint32_t kv = w_.find(s.key, kv_group, false);
-            if (kv == kNone || w_.segments[kv].data_version != s.indexed_version) return MissReason::index_stale;
+            if (kv == kNone || w_.segments[kv].data_version() != s.indexed_version()) return MissReason::index_stale;
         }
         return std::nullopt;
     }
@@ -149,7 +149,7 @@ private:
             for (std::uint32_t x = boundary; x < end; x += grp.block_tokens) {
                 const std::uint32_t id = w_.find(spec_.key(x + grp.block_tokens), g, true);
                 if (!take(id, g, Form::uncompressed_tail, x, x + grp.block_tokens, nullptr, nullptr, &c)) return c;
-                if (!accept_all_ && w_.segments[id].anchor != boundary) {
+                if (!accept_all_ && w_.anchor_of(w_.segments[id]) != boundary) {
                     c.ok = false;
                     c.miss = {g, Form::uncompressed_tail, MissReason::tail_boundary};
                     return c;

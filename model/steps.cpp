@@ -21,10 +21,10 @@ std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
 // The tag a correct write of this segment by this request produces.
 std::uint64_t written_content(const World& w, const RequestSpec& spec, const Segment& s) {
     const CacheGroup& grp = w.group(s.group);
-    if (grp.kind == GroupKind::linear) return truth_tag(w, spec, s.group, 0, s.anchor);
-    const std::uint64_t base = truth_tag(w, spec, s.group, s.start, s.end);
-    if (s.is_tail) return hash_combine(base, s.anchor) | 1;
-    if (grp.kind == GroupKind::indexer) return hash_combine(base, s.indexed_version) | 1;
+    if (grp.kind == GroupKind::linear) return truth_tag(w, spec, s.group, 0, w.anchor_of(s));
+    const std::uint64_t base = truth_tag(w, spec, s.group, w.start_of(s), s.end);
+    if (s.is_tail) return hash_combine(base, w.anchor_of(s)) | 1;
+    if (grp.kind == GroupKind::indexer) return hash_combine(base, s.indexed_version()) | 1;
     return base;
 }
 
@@ -79,7 +79,7 @@ bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
         out.admission_refused = true;
         return false;
     }
-    w.segments[id].anchor = anchor;
+    KV_ASSERT_EQ(w.anchor_of(w.segments[id]), anchor, "a segment's anchor is derived from its end, group and form");
     q.owned.push_back(id);
     hold(w, q, id);
     return true;
@@ -149,7 +149,7 @@ void complete_writes(World& w, std::uint32_t r) {
         if (w.group(s.group).kind == GroupKind::indexer) {
             const auto kv_group = static_cast<std::uint8_t>(w.group(s.group).indexed_group);
             const std::uint32_t kv = w.find(s.key, kv_group, false);
-            s.indexed_version = kv == kNone ? 0 : w.segments[kv].data_version;
+            s.set_indexed_version(kv == kNone ? 0 : w.segments[kv].data_version());
         }
         w.slots[s.slot].content = written_content(w, *q.spec, s);
         s.stage = Stage::ready;
@@ -428,7 +428,7 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
                 w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= w.bytes_of(p);
                 p.disk = kNone;
                 p.stage = Stage::ready;
-                p.indexed_version = w.segments[op.segment].data_version;
+                p.set_indexed_version(w.segments[op.segment].data_version());
                 ++p.epoch;
                 touch(w, partner);
             }
@@ -560,7 +560,7 @@ StepOutcome apply(World& w, const Step& step) {
         case StepKind::skew_index: {
             // The index is left over from another KV version: its numbers and its version differ.
             Segment& s = w.segments[t];
-            ++s.indexed_version;
+            s.set_indexed_version(static_cast<std::uint16_t>(s.indexed_version() + 1));
             w.slots[s.slot].content = hash_combine(w.slots[s.slot].content, 0x3) | 1;
             ++s.epoch;
             break;

@@ -99,6 +99,7 @@ RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t
 World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode)
     : config(std::move(model)), derived(derive(*config)), defenses(policy), rollout(mode), limits(limit) {
     KV_ASSERT(config != nullptr, "a world needs a model config");
+    KV_ASSERT(config->groups.size() <= 16, "a segment stores its group in 4 bits");
     layout_shift.assign(config->groups.size(), 0);
     lru_head.assign(config->groups.size() * 2, kNone);
     lru_tail.assign(config->groups.size() * 2, kNone);
@@ -122,11 +123,26 @@ void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const
 
 std::uint64_t World::bytes_of(const Segment& seg) const {
     const GroupBytes& b = derived.group_bytes[seg.group];
-    const std::uint32_t tokens = seg.end - seg.start;
+    const std::uint32_t tokens = seg.end - start_of(seg);
     // Tail blocks hold raw, uncompressed KV whatever the group's compression ratio.
     if (seg.is_tail) return tokens * b.raw_bytes_per_token;
     if (tokens == b.usual_tokens || b.size_fixed) return b.usual_bytes;
     return segment_bytes(config->groups[seg.group], tokens);
+}
+
+std::uint32_t World::anchor_of(const Segment& seg) const {
+    const CacheGroup& grp = config->groups[seg.group];
+    // A tail block [e - block, e) is written with the boundary of the prefix being computed, and
+    // lies wholly between that boundary and the next one.
+    if (seg.is_tail) return start_of(seg) / grp.segment_tokens * grp.segment_tokens;
+    if (seg.form != Form::linear_state) return 0;
+    if (defenses.own_block_size_index) return seg.end;
+    // Mutant `min-block-size-index` indexes the state of position p at p / min_block * block.
+    // Blocks are at least min_block long, so only one multiple of block maps to this end: the
+    // first one at or after (end / block) * min_block.
+    const std::uint32_t min_block = derived.min_block_tokens;
+    const std::uint32_t first = seg.end / grp.block_tokens * min_block;
+    return (first + grp.block_tokens - 1) / grp.block_tokens * grp.block_tokens;
 }
 
 std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
@@ -183,14 +199,14 @@ std::uint64_t state_hash(const World& w) {
         const Segment& s = w.segments[i];
         if (!s.live) continue;
         a.add(s.key ^ i);
-        a.add((std::uint64_t{s.start} << 32) | s.end);
-        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version} << 32) | (std::uint64_t{s.indexed_version} << 16) |
-              s.graph_refs);
+        a.add((std::uint64_t{w.start_of(s)} << 32) | s.end);
+        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version()} << 32) |
+              (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
         a.add((std::uint64_t{s.slot} << 32) | s.disk);
         a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
               (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{s.published} << 3) |
               (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
-        a.add((std::uint64_t{s.owner} << 32) | s.anchor);  // the writer steers rollout reuse and SWA release
+        a.add((std::uint64_t{s.owner} << 32) | w.anchor_of(s));  // the writer steers rollout reuse and SWA release
     }
     for (std::uint32_t head : w.lru_head) {  // LRU order decides future evictions
         for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(id);

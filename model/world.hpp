@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/core.hpp"
 #include "model/flat_index.hpp"
 #include "model/policy.hpp"
 #include "model/preset.hpp"
@@ -24,34 +25,46 @@ std::string_view stage_name(Stage stage);
 
 // One state-table entry: a stored segment of one cache group. The state
 // table's own GPU cost is counted by admission (RL1) at kStateEntryBytes per entry.
-// Packed to 64 bytes.
+// Packed to 48 bytes (docs/performance.md, proposal 6): the range's start and a tail's or linear
+// checkpoint's anchor are derived from `end`, the group and the form (World::start_of and
+// World::anchor_of, checked against the values given when the entry is created), and the two
+// F3 versions share one field, since a segment is either KV or indexer state, never both.
 struct Segment {
     std::uint64_t key = 0;         // content key of the token prefix [0, end)
     std::uint32_t lru_prev = kNone;  // neighbours in its form's eviction list (oldest first)
     std::uint32_t lru_next = kNone;
-    std::uint32_t start = 0;       // token range covered
-    std::uint32_t end = 0;
-    std::uint32_t anchor = 0;      // tail blocks: compression boundary they continue; linear: state position
+    std::uint32_t end = 0;         // token range covered ends here; World::start_of gives its start
     std::uint32_t epoch = 0;       // bumped on every eviction, offload, reload, migration and block loss
     std::uint32_t slot = kNone;    // GPU slot, kNone when not resident
     std::uint32_t disk = kNone;    // host/disk copy, kNone when none
     std::uint32_t owner = kNone;   // request uid that wrote it (intra-request rollout)
     std::uint16_t kv_version = 0;  // model config epoch when written
-    std::uint16_t data_version = 0;     // KV: bumped when the content is rewritten (F3)
-    std::uint16_t indexed_version = 0;  // indexer: data_version of the KV it was built over
     std::uint16_t pins = 0;
     std::uint16_t graph_refs = 0;  // live captured graphs that bake this segment's address
     std::uint16_t layout_id = 0;
-    std::uint8_t group = 0;
-    Form form = Form::compressed_kv;
-    Stage stage = Stage::freed;
+    std::uint8_t group : 4 = 0;    // a config has at most 16 groups (config_problem, World's constructor)
+    Stage stage : 3 = Stage::freed;
     bool published : 1 = false;    // reachable through the prefix index
+    Form form : 3 = Form::compressed_kv;
     bool whole : 1 = true;         // every block of the segment intact
     bool live : 1 = false;         // entry in use
     bool is_tail : 1 = false;      // an uncompressed-tail block of a full group
     bool in_lru : 1 = false;       // sits in its form's eviction list
+
+    // KV: the version of its content that an indexer records; always 0 for indexer state. (No
+    // step rewrites content in place, so it is 0 for KV too; F3 skews indexed_version instead.)
+    std::uint16_t data_version() const { return form == Form::indexer_state ? 0 : version_; }
+    // Indexer: data_version of the KV it was built over; always 0 for every other form.
+    std::uint16_t indexed_version() const { return form == Form::indexer_state ? version_ : 0; }
+    void set_indexed_version(std::uint16_t version) {
+        KV_ASSERT(form == Form::indexer_state, "only indexer state records the KV version it indexes");
+        version_ = version;
+    }
+
+private:
+    std::uint16_t version_ = 0;    // data_version or indexed_version, by form
 };
-static_assert(sizeof(Segment) <= 64, "a state-table entry must stay within 64 bytes");
+static_assert(sizeof(Segment) <= 48, "a state-table entry must stay within 48 bytes");
 
 // One GPU block of a form's pool. `content` is the ground-truth tag of the bytes it holds.
 struct Slot {
@@ -215,6 +228,16 @@ struct World {
         return s.key == content_key && s.group == g && s.is_tail == tail;
     }
     std::uint64_t bytes_of(const Segment& seg) const;
+    // Where a segment's token range starts: linear checkpoints cover [0, end), a compressed
+    // segment one segment before its end, every other entry one block (write_range's shapes).
+    std::uint32_t start_of(const Segment& seg) const {
+        if (seg.form == Form::linear_state) return 0;
+        const CacheGroup& grp = config->groups[seg.group];
+        return seg.end - (seg.form == Form::compressed_kv ? grp.segment_tokens : grp.block_tokens);
+    }
+    // A tail block's compression boundary (the segment boundary its start lies in), a linear
+    // checkpoint's state position, 0 for every other entry.
+    std::uint32_t anchor_of(const Segment& seg) const;
     std::uint32_t add_request(std::shared_ptr<const RequestSpec> spec);
     // Frees a finished request's slot for reuse (long traces keep memory bounded).
     void release_request(std::uint32_t r);

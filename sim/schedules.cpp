@@ -85,14 +85,14 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
                 const model::Segment& ws = w.segments[writer];
                 const model::RequestSpec& by = *specs_.at(ws.owner);
                 const bool linear = ws.form == model::Form::linear_state;
-                const std::uint32_t end = linear ? ws.anchor : ws.end;
+                const std::uint32_t end = linear ? w.anchor_of(ws) : ws.end;
                 std::uint32_t index_version = ws.kv_version;
                 if (ws.form == model::Form::indexer_state) {
                     const auto kv_group = static_cast<std::uint8_t>(w.group(ws.group).indexed_group);
                     const std::uint32_t kv = w.find(ws.key, kv_group, false);
-                    if (kv == model::kNone || w.segments[kv].data_version != ws.indexed_version) index_version += 1000;
+                    if (kv == model::kNone || w.segments[kv].data_version() != ws.indexed_version()) index_version += 1000;
                 }
-                source = {{"tokens", tokens_of(by, end)}, {"start", linear ? 0 : ws.start}, {"end", end},
+                source = {{"tokens", tokens_of(by, end)}, {"start", w.start_of(ws)}, {"end", end},
                           {"weights_version", ws.kv_version}, {"layout", ws.layout_id}, {"index_weights_version", index_version}};
                 if (slot.content == 0) damage = "unwritten";
                 else if (!ws.whole) damage = ws.stage == model::Stage::evicting ? "lost_half" : "lost_block";

@@ -106,7 +106,7 @@ void run_request(World& w, std::uint32_t r) {
 std::uint32_t seg(const World& w, std::uint8_t group, std::uint32_t start, std::uint32_t end, bool tail = false) {
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
         const Segment& s = w.segments[id];
-        if (s.live && s.group == group && s.start == start && s.end == end && s.is_tail == tail) return id;
+        if (s.live && s.group == group && w.start_of(s) == start && s.end == end && s.is_tail == tail) return id;
     }
     return kNone;
 }
@@ -232,7 +232,7 @@ TEST(UncompressedTail, AnchoredAtCompressionBoundary) {
         const std::uint32_t id = seg(p.w, kC4, start, start + 16, true);
         ASSERT_NE(id, kNone) << start;
         EXPECT_EQ(p.w.segments[id].form, Form::uncompressed_tail);
-        EXPECT_EQ(p.w.segments[id].anchor, 64u);
+        EXPECT_EQ(p.w.anchor_of(p.w.segments[id]), 64u);
     }
     EXPECT_EQ(seg(p.w, kC4, 0, 16, true), kNone) << "no tail blocks inside a whole segment";
     const LookupResult r = lookup_step(p.w, p.b);
@@ -281,7 +281,7 @@ TEST(UncompressedTail, RollingTailFreedWhenDecodeCrossesSegmentBoundary) {
     EXPECT_EQ(live_count(w, kC4, true), 3u);
     const std::uint32_t newest = seg(w, kC4, 96, 112, true);
     ASSERT_NE(newest, kNone);
-    EXPECT_EQ(w.segments[newest].anchor, 64u);
+    EXPECT_EQ(w.anchor_of(w.segments[newest]), 64u);
     const StepOutcome fold = ok(w, StepKind::decode, a);  // 112 -> 128: the segment [64,128) is compressed
     EXPECT_EQ(fold.recaptures, 1u);
     EXPECT_EQ(w.requests[a].pos, 128u);
@@ -403,7 +403,7 @@ TEST(IndexerState, IndexJudgedAgainstTheKvTheReadTakes) {
         ok(w, kind, r);
     std::uint32_t swa_of_r1 = kNone;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id)
-        if (w.segments[id].live && w.segments[id].group == kSwa && w.segments[id].start == 0 && w.segments[id].owner == 1) swa_of_r1 = id;
+        if (w.segments[id].live && w.segments[id].group == kSwa && w.start_of(w.segments[id]) == 0 && w.segments[id].owner == 1) swa_of_r1 = id;
     ASSERT_NE(swa_of_r1, kNone);
     ok(w, StepKind::offload, swa_of_r1);
     for (StepKind k : {StepKind::decode, StepKind::decode, StepKind::finish}) ok(w, k, r1);
@@ -482,7 +482,7 @@ TEST(LinearState, CheckpointsOnlyAtExactBlockPositions) {
     for (std::uint32_t at : {32u, 64u, 96u}) {
         const std::uint32_t id = seg(p.w, kLinear, 0, at);
         ASSERT_NE(id, kNone) << at;
-        EXPECT_EQ(p.w.segments[id].anchor, at);
+        EXPECT_EQ(p.w.anchor_of(p.w.segments[id]), at);
         EXPECT_EQ(p.w.segments[id].form, Form::linear_state);
     }
     EXPECT_EQ(seg(p.w, kLinear, 0, 112), kNone);
@@ -499,6 +499,22 @@ TEST(LinearState, CheckpointsOnlyAtExactBlockPositions) {
     Pair q = finished_then_extended("validated", 112);
     ok(q.w, StepKind::evict, seg(q.w, kLinear, 0, 96));
     EXPECT_EQ(lookup_step(q.w, q.b).resume_len, 64u);
+}
+
+// Mutant `min-block-size-index` indexes the state of position p at p / 16 * 32 = 2p (the toy's
+// smallest block is 16 tokens, its linear block 32): the entry covers [0, 2p) while its anchor,
+// the state it holds, stays at p. World::anchor_of recovers p from the end alone.
+TEST(LinearState, MisindexedCheckpointKeepsItsStatePosition) {
+    World w = toy_world("min-block-size-index");
+    const std::uint32_t a = add(w, 1, ids(14), 224, 0);
+    for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate}) apply(w, {k, a, 0});
+    for (std::uint32_t at : {32u, 64u, 96u}) {
+        const std::uint32_t id = seg(w, kLinear, 0, 2 * at);
+        ASSERT_NE(id, kNone) << at;
+        EXPECT_EQ(w.anchor_of(w.segments[id]), at);
+        EXPECT_EQ(w.bytes_of(w.segments[id]), w.derived.group_bytes[kLinear].usual_bytes);
+    }
+    EXPECT_EQ(seg(w, kLinear, 0, 256), kNone) << "past the request's 224 tokens";
 }
 
 // ---------------------------------------------------------------------------------------------

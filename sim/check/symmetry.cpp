@@ -24,8 +24,8 @@ struct Accumulator {
 // What a live segment is, without its id: slots and disk copies have ids of their own that the
 // renaming keeps, so two live segments rarely tie (a tie falls back to id order: still sound,
 // only less reduction).
-auto identity(const model::Segment& s) {
-    return std::make_tuple(s.key, s.group, s.is_tail, s.start, s.end, s.slot, s.disk, static_cast<std::uint8_t>(s.stage));
+auto identity(const model::World& w, const model::Segment& s) {
+    return std::make_tuple(s.key, s.group, s.is_tail, w.start_of(s), s.end, s.slot, s.disk, static_cast<std::uint8_t>(s.stage));
 }
 
 }  // namespace
@@ -36,8 +36,8 @@ std::uint64_t canonical_state_hash(const model::World& w, std::vector<std::uint3
     for (std::uint32_t id = 0; id < w.segments.size(); ++id)
         if (w.segments[id].live) live.push_back(id);
     std::sort(live.begin(), live.end(), [&](std::uint32_t x, std::uint32_t y) {
-        const auto ix = identity(w.segments[x]);
-        const auto iy = identity(w.segments[y]);
+        const auto ix = identity(w, w.segments[x]);
+        const auto iy = identity(w, w.segments[y]);
         return ix != iy ? ix < iy : x < y;
     });
     labels.assign(w.segments.size(), kNone);
@@ -57,14 +57,14 @@ std::uint64_t canonical_state_hash(const model::World& w, std::vector<std::uint3
     for (std::uint32_t id : live) {
         const model::Segment& s = w.segments[id];
         a.add(s.key ^ labels[id]);
-        a.add((std::uint64_t{s.start} << 32) | s.end);
-        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version} << 32) | (std::uint64_t{s.indexed_version} << 16) |
-              s.graph_refs);
+        a.add((std::uint64_t{w.start_of(s)} << 32) | s.end);
+        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version()} << 32) |
+              (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
         a.add((std::uint64_t{s.slot} << 32) | s.disk);
         a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
               (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{s.published} << 3) |
               (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
-        a.add(s.anchor);
+        a.add(w.anchor_of(s));
     }
     for (std::uint32_t head : w.lru_head) {
         for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(label(id));
