@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/core.hpp"
+#include "model/state_hash.hpp"
 
 namespace kvcheck::model {
 
@@ -175,78 +176,15 @@ std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_
     return h | 1;  // never 0: 0 marks bytes that were never written
 }
 
-namespace {
-
-// A fast word accumulator for state hashing; mixed once at the end.
-struct Accumulator {
-    std::uint64_t h = 0x6b76636865636bULL;
-    void add(std::uint64_t x) {
-        h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdULL;
-    }
-};
-
-}  // namespace
-
 // Epoch and config-epoch values only ever matter through equality with what a plan remembered,
 // and they only grow, so the hash keeps just "still equal" bits: states that differ only in
 // counter values behave identically and are merged.
 std::uint64_t state_hash(const World& w) {
-    Accumulator a;
-    a.add(w.kv_version);
-    for (std::uint16_t shift : w.layout_shift) a.add(shift);
-    for (std::size_t i = 0; i < w.segments.size(); ++i) {
-        const Segment& s = w.segments[i];
-        if (!s.live) continue;
-        a.add(s.key ^ i);
-        a.add((std::uint64_t{w.start_of(s)} << 32) | s.end);
-        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version()} << 32) |
-              (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
-        a.add((std::uint64_t{s.slot} << 32) | s.disk);
-        a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
-              (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{s.published} << 3) |
-              (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
-        a.add((std::uint64_t{s.owner} << 32) | w.anchor_of(s));  // the writer steers rollout reuse and SWA release
-    }
-    for (std::uint32_t head : w.lru_head) {  // LRU order decides future evictions
-        for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(id);
-        a.add(kNone);
-    }
-    for (const Slot& s : w.slots) {
-        a.add(s.content ^ s.address);
-        a.add((std::uint64_t{s.owner} << 8) | s.label);
-    }
-    for (const auto& list : w.free_slots) {
-        for (std::uint32_t id : list) a.add(id);
-        a.add(kNone);
-    }
-    for (std::uint32_t id : w.shared_free_slots) a.add(id);
-    for (const DiskObject& d : w.disk) a.add(d.content ^ (std::uint64_t{d.owner} << 32));
-    for (const IoOp& op : w.io)
-        if (op.live) {
-            a.add(op.segment);
-            a.add((std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
-        }
-    for (const Request& r : w.requests) {
-        a.add((std::uint64_t{static_cast<std::uint8_t>(r.phase)} << 56) | (std::uint64_t{r.pos} << 24) | r.resume_len);
-        // The verdict and hash-hit length are reports, not state: they never steer a later step.
-        a.add((std::uint64_t{r.pending_loads} << 16) | (std::uint64_t{r.lookups} << 8) | (std::uint64_t{r.load_failed} << 4) |
-              (std::uint64_t{r.uncached} << 3));
-        a.add(r.config_epoch_at_lookup == w.config_epoch);
-        for (const PlanEntry& p : r.plan) {
-            const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;
-            a.add(p.segment);
-            a.add((std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
-        }
-        for (std::uint32_t id : r.pinned) a.add(id);
-        for (std::uint32_t id : r.owned) a.add(id ^ 0x77ULL);
-    }
-    for (const Graph& g : w.graphs) {
-        if (!g.live) continue;
-        for (const GraphRef& ref : g.refs) a.add(ref.address ^ (std::uint64_t{ref.segment} << 40));
-        a.add(kNone);
-    }
-    return mix64(a.h);
+    const auto id_order = [&w](auto&& visit) {
+        for (std::uint32_t id = 0; id < w.segments.size(); ++id)
+            if (w.segments[id].live) visit(id);
+    };
+    return hash_state(w, id_order, [](std::uint32_t id) { return std::uint64_t{id}; });
 }
 
 }  // namespace kvcheck::model

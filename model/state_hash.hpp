@@ -1,0 +1,89 @@
+// The state hash over a World, shared by model::state_hash and the symmetry reduction
+// (sim/check/symmetry.cpp): both hash the same fields in the same order and differ only in the
+// order live segments are visited and in the names segment ids are hashed under.
+#pragma once
+
+#include <cstdint>
+
+#include "model/core.hpp"
+#include "model/world.hpp"
+
+namespace kvcheck::model {
+
+namespace detail {
+
+// A fast word accumulator; mixed once at the end.
+struct HashAccumulator {
+    std::uint64_t h = 0x6b76636865636bULL;
+    void add(std::uint64_t x) {
+        h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdULL;
+    }
+};
+
+}  // namespace detail
+
+// `for_each_live(visit)` calls visit(id) for every live segment, in the order to hash them;
+// `label(id)` is the name a segment id is hashed under (kNone must stay kNone). Values that are
+// not segment ids (slots, disk copies, requests, addresses) are hashed as they are.
+template <typename ForEachLive, typename Label>
+std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& label) {
+    detail::HashAccumulator a;
+    a.add(w.kv_version);
+    for (std::uint16_t shift : w.layout_shift) a.add(shift);
+    for_each_live([&](std::uint32_t id) {
+        const Segment& s = w.segments[id];
+        a.add(s.key ^ label(id));
+        a.add((std::uint64_t{w.start_of(s)} << 32) | s.end);
+        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version()} << 32) |
+              (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
+        a.add((std::uint64_t{s.slot} << 32) | s.disk);
+        a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
+              (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{s.published} << 3) |
+              (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
+        a.add((std::uint64_t{s.owner} << 32) | w.anchor_of(s));  // the writer steers rollout reuse and SWA release
+    });
+    for (std::uint32_t head : w.lru_head) {  // LRU order decides future evictions
+        for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(label(id));
+        a.add(kNone);
+    }
+    for (const Slot& s : w.slots) {
+        a.add(s.content ^ s.address);
+        a.add((label(s.owner) << 8) | s.label);
+    }
+    for (const auto& list : w.free_slots) {
+        for (std::uint32_t id : list) a.add(id);
+        a.add(kNone);
+    }
+    for (std::uint32_t id : w.shared_free_slots) a.add(id);
+    for (const DiskObject& d : w.disk) a.add(d.content ^ (label(d.owner) << 32));
+    for (const IoOp& op : w.io)
+        if (op.live) {
+            // Two words, here and for plan entries: a kNone request or slot, shifted, would spill
+            // into the segment's bits and merge segments 2k and 2k+1.
+            a.add(label(op.segment));
+            a.add((std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
+        }
+    for (const Request& r : w.requests) {
+        a.add((std::uint64_t{static_cast<std::uint8_t>(r.phase)} << 56) | (std::uint64_t{r.pos} << 24) | r.resume_len);
+        // The verdict and hash-hit length are reports, not state: they never steer a later step.
+        a.add((std::uint64_t{r.pending_loads} << 16) | (std::uint64_t{r.lookups} << 8) | (std::uint64_t{r.load_failed} << 4) |
+              (std::uint64_t{r.uncached} << 3));
+        a.add(r.config_epoch_at_lookup == w.config_epoch);
+        for (const PlanEntry& p : r.plan) {
+            const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;
+            a.add(label(p.segment));
+            a.add((std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
+        }
+        for (std::uint32_t id : r.pinned) a.add(label(id));
+        for (std::uint32_t id : r.owned) a.add(label(id) ^ 0x77ULL);
+    }
+    for (const Graph& g : w.graphs) {
+        if (!g.live) continue;
+        for (const GraphRef& ref : g.refs) a.add(ref.address ^ (label(ref.segment) << 40));
+        a.add(kNone);
+    }
+    return mix64(a.h);
+}
+
+}  // namespace kvcheck::model
