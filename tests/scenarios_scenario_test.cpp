@@ -469,7 +469,9 @@ TEST(ScheduleExport, FaultEventsNameTheReadsTheyTouched) {
             const std::uint64_t step = e["step"];
             EXPECT_GE(step, previous) << entry.path() << ": events out of run order";
             EXPECT_GT(step, 0u);
-            if (i > 0 && step == previous) EXPECT_NE(e["what"], s["events"][i - 1]["what"]) << entry.path() << ": a fault listed twice";
+            if (i > 0 && step == previous) {
+                EXPECT_NE(e["what"], s["events"][i - 1]["what"]) << entry.path() << ": a fault listed twice";
+            }
             previous = step;
             EXPECT_EQ(e["what"], s["faults"][i]);
             std::smatch m;
