@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "model/core.hpp"
@@ -93,6 +94,14 @@ public:
             if (c.value != kMissing) visit(std::uint64_t{c.fingerprint}, c.value);
     }
 
+    // The raw table, for model/snapshot.cpp: 8 bytes a cell, and how many cells are in use.
+    const void* cell_bytes() const { return cells_.data(); }
+    void assign_cells(const void* bytes, std::size_t cells, std::size_t used) {
+        cells_.resize(cells);
+        if (cells != 0) std::memcpy(cells_.data(), bytes, cells * sizeof(Cell));
+        size_ = used;
+    }
+
     // The cell a key's probe starts at in a table of `cells` cells: exposed so that tests can
     // build collisions.
     static std::size_t home_of(std::uint64_t key, std::size_t cells) { return fastrange(multiplied(fingerprint(key)), cells); }
@@ -109,6 +118,7 @@ private:
         std::uint32_t fingerprint = 0;
         std::uint32_t value = kMissing;
     };
+    static_assert(sizeof(Cell) == 8);
 
     static std::uint32_t fingerprint(std::uint64_t key) { return static_cast<std::uint32_t>(key ^ (key >> 32)); }
     // Fibonacci hashing of the fingerprint: equal low bits in keys do not share home cells.

@@ -1,8 +1,10 @@
 // BFS over (world, faults used). Nodes keep only their parent and the step that reached them;
-// counterexamples are rebuilt by walking parents back and replaying from the initial world.
+// counterexamples are rebuilt by walking parents back and replaying from the initial world. The
+// frontier holds states encoded by model::StateCodec, each level in a few large buffers.
 #include "sim/check/explorer.hpp"
 
 #include "model/core.hpp"
+#include "model/snapshot.hpp"
 #include "sim/check/symmetry.hpp"
 #include "sim/input_error.hpp"
 
@@ -63,6 +65,44 @@ struct Frontier {
     std::uint32_t node;
     std::uint8_t faults;
     std::uint8_t background;
+};
+
+// One BFS level: encoded states in large chunks that never move (a state's bytes stay where they
+// were written), and per state its node and the budgets its path has used. clear() keeps the
+// chunks, so the level after next reuses this one's memory.
+class Level {
+public:
+    struct Entry {
+        const std::byte* state;
+        std::uint32_t node;
+        std::uint8_t faults;
+        std::uint8_t background;
+    };
+
+    void add(const std::byte* encoded, std::size_t length, std::uint32_t node, std::uint8_t faults, std::uint8_t background) {
+        while (chunk_ < chunks_.size() && chunks_[chunk_].capacity() - chunks_[chunk_].size() < length) ++chunk_;
+        if (chunk_ == chunks_.size()) {
+            chunks_.emplace_back();
+            chunks_.back().reserve(std::max(kChunkBytes, length));
+        }
+        std::vector<std::byte>& chunk = chunks_[chunk_];
+        const std::size_t at = chunk.size();
+        chunk.insert(chunk.end(), encoded, encoded + length);
+        entries_.push_back({chunk.data() + at, node, faults, background});
+    }
+    void clear() {
+        for (std::vector<std::byte>& c : chunks_) c.clear();
+        chunk_ = 0;
+        entries_.clear();
+    }
+    std::size_t size() const { return entries_.size(); }
+    const Entry& operator[](std::size_t i) const { return entries_[i]; }
+
+private:
+    static constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
+    std::vector<std::vector<std::byte>> chunks_;
+    std::size_t chunk_ = 0;  // the first chunk that may still have room
+    std::vector<Entry> entries_;
 };
 
 std::vector<model::Step> path_to(const std::vector<Node>& nodes, std::uint32_t node) {
@@ -147,12 +187,13 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     std::vector<std::uint64_t> keys;  // visited-set key per node, for checkpoints
     VisitedTable visited;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-    // Both levels are recycled: a slot past `next_count` still holds a world from two levels up,
-    // whose buffers the next new state takes over by a swap with the scratch world.
-    std::vector<Frontier> level;
-    std::size_t level_count = 0;
-    std::vector<Frontier> next;
-    std::size_t next_count = 0;
+    const model::StateCodec codec(initial);
+    std::vector<std::byte> encoded;  // scratch: one state's encoding
+    auto add_to = [&](Level& to, const model::World& w, std::uint32_t node, std::uint8_t faults, std::uint8_t background) {
+        to.add(encoded.data(), codec.encode(w, encoded), node, faults, background);
+    };
+    Level level;  // both levels are recycled: clear() keeps their memory
+    Level next;
     std::uint32_t depth = 0;
     std::uint32_t counterexample_node = 0;
     if (options.resume != nullptr) {
@@ -174,10 +215,11 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         report.other_violations = c.other_violations;
         seconds_before = c.seconds;
         PathReplayer replayer(initial, nodes);
-        for (std::uint32_t id : c.level) level.push_back(replayer.rebuild(id));
-        for (std::uint32_t id : c.next) next.push_back(replayer.rebuild(id));
-        level_count = level.size();
-        next_count = next.size();
+        for (Level* to : {&level, &next})
+            for (std::uint32_t id : to == &level ? c.level : c.next) {
+                const Frontier& f = replayer.rebuild(id);
+                add_to(*to, f.world, f.node, f.faults, f.background);
+            }
         counterexample_node = c.counterexample_node;
         if (counterexample_node != 0) {
             Counterexample found;
@@ -191,8 +233,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         nodes.push_back({0, {}});
         keys.push_back(kvcheck::hash_combine(state_key(initial), 0));
         visited.insert(keys.front(), 0);
-        level.push_back({initial, 0, 0, 0});
-        level_count = 1;
+        add_to(level, initial, 0, 0, 0);
     }
     auto finish_timing = [&] {
         report.states = nodes.size();
@@ -213,8 +254,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         }
         c.keys = keys;
         c.depth = depth;
-        for (std::size_t i = expanded; i < level_count; ++i) c.level.push_back(level[i].node);
-        for (std::size_t i = 0; i < next_count; ++i) c.next.push_back(next[i].node);
+        for (std::size_t i = expanded; i < level.size(); ++i) c.level.push_back(level[i].node);
+        for (std::size_t i = 0; i < next.size(); ++i) c.next.push_back(next[i].node);
         if (c.level.empty()) {
             c.level.swap(c.next);
             ++c.depth;
@@ -229,24 +270,26 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     };
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
+    model::World parent = initial;  // scratch worlds: their buffers are reused state after state
     model::World child = initial;
     bool continuing_level = options.resume != nullptr;  // a resumed level keeps the next level found so far
-    for (; level_count > 0; ++depth) {
+    for (; level.size() > 0; ++depth) {
         report.depth = depth;
         if (options.progress) options.progress(nodes.size(), depth, seconds_before + elapsed());
         if (depth >= scope.max_depth) {
-            report.depth_cut_states = level_count;
+            report.depth_cut_states = level.size();
             report.bound_hit = "max_depth";
             break;
         }
-        if (!continuing_level) next_count = 0;
+        if (!continuing_level) next.clear();
         continuing_level = false;
-        for (std::size_t i = 0; i < level_count; ++i) {
-            const Frontier& f = level[i];
-            model::enabled_steps(f.world, allowed_kinds(scope, f.faults, f.background), steps);
-            if (steps.empty() && !all_done(f.world)) ++report.stuck_states;
+        for (std::size_t i = 0; i < level.size(); ++i) {
+            const Level::Entry& f = level[i];
+            codec.decode(f.state, parent);
+            model::enabled_steps(parent, allowed_kinds(scope, f.faults, f.background), steps);
+            if (steps.empty() && !all_done(parent)) ++report.stuck_states;
             for (const model::Step& step : steps) {
-                child = f.world;  // copy-assignment reuses the scratch world's buffers
+                codec.decode(f.state, child);  // reuses the scratch world's buffers
                 const model::StepOutcome outcome = model::apply(child, step);
                 ++report.transitions;
                 const auto faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
@@ -276,28 +319,18 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     }
                     continue;  // do not expand past a violation
                 }
-                if (next_count == next.size()) {
-                    next.push_back({child, node, faults, background});
-                } else {
-                    std::swap(next[next_count].world, child);
-                    next[next_count].node = node;
-                    next[next_count].faults = faults;
-                    next[next_count].background = background;
-                }
-                ++next_count;
+                add_to(next, child, node, faults, background);
             }
-            const bool work_left = i + 1 < level_count || next_count > 0;
+            const bool work_left = i + 1 < level.size() || next.size() > 0;
             const bool stop = options.stop != nullptr && options.stop->load();
             if (work_left && (stop || nodes.size() >= options.max_states || elapsed() >= options.max_seconds)) {
                 report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
                 save_checkpoint(i + 1);
-                next_count = 0;
-                level_count = 0;
+                next.clear();
                 break;
             }
         }
-        level.swap(next);
-        level_count = next_count;
+        std::swap(level, next);
     }
     report.exhausted = report.bound_hit.empty();
     finish_timing();

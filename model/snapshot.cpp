@@ -1,0 +1,196 @@
+// Encoding: fixed-size fields as their bytes, vectors of trivially copyable rows as a count and
+// their bytes, requests and graphs field by field. Decoding resizes the target's vectors, which
+// keeps their buffers once a scratch World has seen a state as large.
+#include "model/snapshot.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+namespace kvcheck::model {
+
+namespace {
+
+// A trip wire for World's layout on the platform CI builds (Debian 12, libstdc++, x86-64): a
+// field added to World or Request must be added to encode and decode below, then here.
+static_assert(sizeof(void*) != 8 || sizeof(World) == 760, "World changed: update model/snapshot.cpp");
+static_assert(sizeof(void*) != 8 || sizeof(Request) == 120, "Request changed: update model/snapshot.cpp");
+
+// Writes from the start of a buffer that only grows, so encoding a state into a buffer that has
+// held one as large neither allocates nor zero-fills.
+class Writer {
+public:
+    explicit Writer(std::vector<std::byte>& out) : out_(out) {}
+
+    template <typename T>
+    void pod(const T& value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        bytes(&value, sizeof(T));
+    }
+    template <typename T>
+    void rows(const std::vector<T>& v) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        pod(static_cast<std::uint32_t>(v.size()));
+        bytes(v.data(), v.size() * sizeof(T));
+    }
+    void bytes(const void* data, std::size_t n) {
+        if (n == 0) return;
+        if (size_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + n));
+        std::memcpy(out_.data() + size_, data, n);
+        size_ += n;
+    }
+    std::size_t size() const { return size_; }
+
+private:
+    std::vector<std::byte>& out_;
+    std::size_t size_ = 0;
+};
+
+class Reader {
+public:
+    explicit Reader(const std::byte* in) : in_(in) {}
+
+    template <typename T>
+    void pod(T& value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        std::memcpy(&value, in_, sizeof(T));
+        in_ += sizeof(T);
+    }
+    template <typename T>
+    T pod() {
+        T value;
+        pod(value);
+        return value;
+    }
+    template <typename T>
+    void rows(std::vector<T>& v) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        v.resize(pod<std::uint32_t>());
+        if (v.empty()) return;
+        std::memcpy(v.data(), in_, v.size() * sizeof(T));
+        in_ += v.size() * sizeof(T);
+    }
+    const std::byte* at() const { return in_; }
+    void skip(std::size_t n) { in_ += n; }
+
+private:
+    const std::byte* in_;
+};
+
+}  // namespace
+
+StateCodec::StateCodec(const World& initial) {
+    for (const Request& r : initial.requests) specs_.push_back(r.spec);
+}
+
+std::size_t StateCodec::encode(const World& w, std::vector<std::byte>& out) const {
+    Writer o(out);
+    o.pod(w.kv_version);
+    o.pod(w.config_epoch);
+    o.rows(w.layout_shift);
+    o.rows(w.segments);
+    o.rows(w.free_segment_ids);
+    o.pod(w.live_segments);
+    o.rows(w.slots);
+    for (const auto& list : w.free_slots) o.rows(list);
+    o.rows(w.shared_free_slots);
+    o.rows(w.disk);
+    o.rows(w.free_disk);
+    o.pod(static_cast<std::uint64_t>(w.index.cells()));
+    o.pod(static_cast<std::uint64_t>(w.index.size()));
+    o.bytes(w.index.cell_bytes(), w.index.cells() * 8);
+    o.rows(w.io);
+    o.rows(w.free_io);
+    o.pod(static_cast<std::uint64_t>(w.free_io_low));
+    o.pod(static_cast<std::uint32_t>(w.requests.size()));
+    for (const Request& r : w.requests) {
+        std::uint32_t spec = 0;
+        while (spec < specs_.size() && specs_[spec] != r.spec) ++spec;
+        KV_ASSERT(spec < specs_.size(), "an encoded request's spec is not one of the initial World's");
+        o.pod(spec);
+        o.pod(r.phase);
+        o.pod(r.pos);
+        o.pod(r.resume_len);
+        o.pod(r.hash_hit_len);
+        o.pod(r.verdict);
+        o.pod(r.pending_loads);
+        o.pod(r.load_failed);
+        o.pod(r.uncached);
+        o.pod(r.lookups);
+        o.pod(r.config_epoch_at_lookup);
+        o.rows(r.plan);
+        o.rows(r.pinned);
+        o.rows(r.owned);
+    }
+    o.rows(w.free_requests);
+    o.pod(static_cast<std::uint32_t>(w.graphs.size()));
+    for (const Graph& g : w.graphs) {
+        o.pod(g.live);
+        o.rows(g.refs);
+    }
+    o.rows(w.lru_head);
+    o.rows(w.lru_tail);
+    o.pod(w.moved_under_graph);
+    o.pod(w.cross_form_reuse);
+    o.pod(w.gpu_used_bytes);
+    o.pod(w.disk_used_bytes);
+    o.pod(w.bytes_by_form);
+    return o.size();
+}
+
+const std::byte* StateCodec::decode(const std::byte* in, World& w) const {
+    Reader i(in);
+    i.pod(w.kv_version);
+    i.pod(w.config_epoch);
+    i.rows(w.layout_shift);
+    i.rows(w.segments);
+    i.rows(w.free_segment_ids);
+    i.pod(w.live_segments);
+    i.rows(w.slots);
+    for (auto& list : w.free_slots) i.rows(list);
+    i.rows(w.shared_free_slots);
+    i.rows(w.disk);
+    i.rows(w.free_disk);
+    const auto cells = i.pod<std::uint64_t>();
+    const auto used = i.pod<std::uint64_t>();
+    w.index.assign_cells(i.at(), cells, used);
+    i.skip(cells * 8);
+    i.rows(w.io);
+    i.rows(w.free_io);
+    w.free_io_low = i.pod<std::uint64_t>();
+    w.requests.resize(i.pod<std::uint32_t>());
+    for (Request& r : w.requests) {
+        const auto spec = i.pod<std::uint32_t>();
+        KV_ASSERT(spec < specs_.size(), "an encoded state names a request spec this codec does not have");
+        if (r.spec != specs_[spec]) r.spec = specs_[spec];
+        i.pod(r.phase);
+        i.pod(r.pos);
+        i.pod(r.resume_len);
+        i.pod(r.hash_hit_len);
+        i.pod(r.verdict);
+        i.pod(r.pending_loads);
+        i.pod(r.load_failed);
+        i.pod(r.uncached);
+        i.pod(r.lookups);
+        i.pod(r.config_epoch_at_lookup);
+        i.rows(r.plan);
+        i.rows(r.pinned);
+        i.rows(r.owned);
+    }
+    i.rows(w.free_requests);
+    w.graphs.resize(i.pod<std::uint32_t>());
+    for (Graph& g : w.graphs) {
+        i.pod(g.live);
+        i.rows(g.refs);
+    }
+    i.rows(w.lru_head);
+    i.rows(w.lru_tail);
+    i.pod(w.moved_under_graph);
+    i.pod(w.cross_form_reuse);
+    i.pod(w.gpu_used_bytes);
+    i.pod(w.disk_used_bytes);
+    i.pod(w.bytes_by_form);
+    return i.at();
+}
+
+}  // namespace kvcheck::model

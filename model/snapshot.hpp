@@ -1,0 +1,33 @@
+// A World's changing state as one flat byte string. Explorers hold millions of states in their
+// frontier: as encoded states they cost one shared buffer instead of some thirty heap buffers a
+// World, and restoring one into a scratch World reuses that World's buffers (docs/checker.md).
+//
+// What stays fixed for a run (the model config and what is derived from it, the defenses, the
+// limits, the rollout mode and the request specs) is not encoded: a codec is built from the
+// run's initial World and restores only into Worlds of that run.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "model/world.hpp"
+
+namespace kvcheck::model {
+
+class StateCodec {
+public:
+    explicit StateCodec(const World& initial);
+
+    // Writes w's changing state at the start of `out`, growing it when too short (never
+    // shrinking it), and returns its length. Every request spec must be one of the initial World's.
+    std::size_t encode(const World& w, std::vector<std::byte>& out) const;
+    // Restores the state encoded at `in` into w (a World of the same run, whatever its state)
+    // and returns the first byte after it.
+    const std::byte* decode(const std::byte* in, World& w) const;
+
+private:
+    std::vector<std::shared_ptr<const RequestSpec>> specs_;  // the initial World's, by request slot
+};
+
+}  // namespace kvcheck::model
