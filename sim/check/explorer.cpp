@@ -25,6 +25,15 @@ class VisitedTable {
 public:
     VisitedTable() : keys_(1u << 16, 0), nodes_(1u << 16, 0) {}
 
+    // Starts fetching the cells an insert of `hash` probes first: the table is far larger than
+    // the caches, so the children of one state fetch theirs in parallel, not one miss each in turn.
+    void prefetch(std::uint64_t hash) const {
+        if (hash == 0) hash = 1;
+        const std::size_t i = hash & (keys_.size() - 1);
+        __builtin_prefetch(&keys_[i]);
+        __builtin_prefetch(&nodes_[i]);
+    }
+
     // Returns {node, inserted}; `node` is the existing node when the state was seen before.
     std::pair<std::uint32_t, bool> insert(std::uint64_t hash, std::uint32_t node) {
         if (hash == 0) hash = 1;
@@ -58,6 +67,15 @@ private:
 struct Node {
     std::uint32_t parent;
     model::Step step;
+};
+
+// A successor of the state being expanded, kept until its visited-set probe.
+struct Child {
+    model::World world;
+    model::StepOutcome outcome;
+    std::uint64_t key = 0;
+    std::uint8_t faults = 0;
+    std::uint8_t background = 0;
 };
 
 struct Frontier {
@@ -270,8 +288,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     };
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
-    model::World parent = initial;  // scratch worlds: their buffers are reused state after state
-    model::World child = initial;
+    std::vector<Child> children(1, Child{initial, {}, 0, 0, 0});  // scratch worlds, reused state after state
     bool continuing_level = options.resume != nullptr;  // a resumed level keeps the next level found so far
     for (; level.size() > 0; ++depth) {
         report.depth = depth;
@@ -285,23 +302,31 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         continuing_level = false;
         for (std::size_t i = 0; i < level.size(); ++i) {
             const Level::Entry& f = level[i];
-            codec.decode(f.state, parent);
-            model::enabled_steps(parent, allowed_kinds(scope, f.faults, f.background), steps);
-            if (steps.empty() && !all_done(parent)) ++report.stuck_states;
-            for (const model::Step& step : steps) {
-                codec.decode(f.state, child);  // reuses the scratch world's buffers
-                const model::StepOutcome outcome = model::apply(child, step);
+            codec.decode(f.state, children[0].world);  // the state itself until its first step is applied
+            model::enabled_steps(children[0].world, allowed_kinds(scope, f.faults, f.background), steps);
+            if (steps.empty() && !all_done(children[0].world)) ++report.stuck_states;
+            while (children.size() < steps.size()) children.push_back({initial, {}, 0, 0, 0});
+            for (std::size_t k = 0; k < steps.size(); ++k) {
+                Child& c = children[k];
+                if (k > 0) codec.decode(f.state, c.world);
+                c.outcome = model::apply(c.world, steps[k]);
+                c.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(steps[k].kind) ? 1 : 0));
+                c.background = static_cast<std::uint8_t>(f.background + (is_background(steps[k].kind) ? 1 : 0));
+                c.key = kvcheck::hash_combine(state_key(c.world), (std::uint64_t{c.faults} << 8) | c.background);
+                visited.prefetch(c.key);
+            }
+            for (std::size_t k = 0; k < steps.size(); ++k) {
+                const model::Step& step = steps[k];
+                const model::World& child = children[k].world;
+                const std::uint64_t key = children[k].key;
                 ++report.transitions;
-                const auto faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
-                const auto background = static_cast<std::uint8_t>(f.background + (is_background(step.kind) ? 1 : 0));
-                const std::uint64_t key = kvcheck::hash_combine(state_key(child), (std::uint64_t{faults} << 8) | background);
                 const auto [node, inserted] = visited.insert(key, static_cast<std::uint32_t>(nodes.size()));
                 if (options.keep_graph) edges.emplace_back(f.node, node);
                 if (!inserted) continue;
                 nodes.push_back({f.node, step});
                 keys.push_back(key);
                 violations.clear();
-                model::check_invariants(child, outcome, true, violations);
+                model::check_invariants(child, children[k].outcome, true, violations);
                 if (!violations.empty() && !violates(violations, options.target)) {
                     ++report.other_violations;
                     continue;
@@ -319,11 +344,12 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     }
                     continue;  // do not expand past a violation
                 }
-                add_to(next, child, node, faults, background);
+                add_to(next, child, node, children[k].faults, children[k].background);
             }
             const bool work_left = i + 1 < level.size() || next.size() > 0;
             const bool stop = options.stop != nullptr && options.stop->load();
-            if (work_left && (stop || nodes.size() >= options.max_states || elapsed() >= options.max_seconds)) {
+            const bool check_clock = (i & 63) == 63 || i + 1 == level.size();  // the clock costs more than a small state
+            if (work_left && (stop || nodes.size() >= options.max_states || (check_clock && elapsed() >= options.max_seconds))) {
                 report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
                 save_checkpoint(i + 1);
                 next.clear();
