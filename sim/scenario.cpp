@@ -233,6 +233,7 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
                 t.ids = r.unsigned_list("blocks", ~0ULL);
                 t.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 16, 1, kInputTokensMax));
                 t.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
+                t.warm = r.flag("warm", false);
                 if (t.ids.size() < blocks_for(t.input_tokens, s.scope.content_block_tokens))
                     problems.add(at + "/blocks", "too few block ids for the prompt");
                 r.finish();
@@ -349,8 +350,10 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
     nlohmann::json groups = nlohmann::json::array();
     for (const model::CacheGroup& g : scope.model.groups) groups.push_back(cache_group_json(g));
     nlohmann::json requests = nlohmann::json::array();
-    for (const RequestTemplate& t : scope.requests)
+    for (const RequestTemplate& t : scope.requests) {
         requests.push_back({{"blocks", t.ids}, {"input_tokens", t.input_tokens}, {"output_tokens", t.output_tokens}});
+        if (t.warm) requests.back()["warm"] = true;
+    }
     nlohmann::json list = nlohmann::json::array();
     model::World w = initial_world(scope, model::find_policy(policy)->defenses);
     for (const model::Step& step : steps) {

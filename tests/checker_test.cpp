@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
@@ -111,6 +113,32 @@ TEST(Counterexample, RoundTripsThroughAScenarioFile) {
     EXPECT_GT(run.metrics.invariant_violations.at("RL3_toctou"), 0u);
     const sim::RunResult under_validated = sim::run_scenario(s, {"validated", 0, false, "", {}});
     EXPECT_EQ(under_validated.metrics.invariant_violations.count("RL3_toctou"), 0u) << "the same steps are safe with every defense";
+}
+
+// Proves the pin/epoch race comes out as short as the protocol allows: from a cached prefix
+// (request 0 is warm), pinning without a re-check and reading without a pin are 7-step stories,
+// the length SPIN reports for its pin/epoch model; the written scenario keeps the warm request
+// and reproduces the violation.
+TEST(Explorer, PinEpochRacesAreSevenSteps) {
+    for (const std::string policy : {"no-revalidate", "no-pin"}) {
+        const sim::ExploreReport r = explore("pin-epoch", policy, "RL3_toctou");
+        ASSERT_TRUE(r.counterexample.has_value()) << policy;
+        EXPECT_EQ(r.counterexample->steps.size(), 7u) << policy << "\n" << sim::format_counterexample(*r.counterexample);
+        const std::string path = ::testing::TempDir() + "/kvcheck-pin-epoch-" + policy + ".json";
+        sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("pin-epoch"), policy, r.counterexample->steps, "test", nullptr).dump(2));
+        const sim::Scenario s = sim::load_scenario(path);
+        ASSERT_TRUE(s.scope.requests.front().warm);
+        EXPECT_GT(sim::run_scenario(s, {}).metrics.invariant_violations.at("RL3_toctou"), 0u) << policy;
+    }
+}
+
+// Proves a warm request is checked like any step: one that breaks an invariant on its own
+// (no admission cap under a budget smaller than its blocks) is refused, not silently assumed.
+TEST(Explorer, WarmRequestsAreChecked) {
+    sim::Scope scope = sim::named_scope("pin-epoch");
+    scope.limits.gpu_budget_bytes = 64;
+    EXPECT_NO_THROW(sim::initial_world(scope, model::find_policy("validated")->defenses));
+    EXPECT_THROW(sim::initial_world(scope, model::find_policy("no-admission-cap")->defenses), std::invalid_argument);
 }
 
 // Proves shrinking keeps a trail valid and violating while making it no longer.

@@ -1,7 +1,11 @@
 // Named scopes and the initial world they describe.
 #include "sim/check/scope.hpp"
 
+#include "model/invariants.hpp"
+
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <stdexcept>
 
 namespace kvcheck::sim {
@@ -59,10 +63,22 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 50;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small)");
+    if (name == "pin-epoch") {
+        // Request 0 has cached the 32-token prefix; requests 1-3 read it while the evictor may
+        // evict twice. Only the c1 group of the toy preset: KV blocks, no other form.
+        s.model.groups.resize(1);
+        s.requests = {{{1, 2}, 32, 0, true}, {{1, 2}, 32, 0}, {{1, 2}, 32, 0}, {{1, 2}, 32, 0}, {{1, 2}, 32, 0}};
+        s.limits.gpu_budget_bytes = 40'000;
+        s.step_kinds = actor_kinds() | model::kind_bit(StepKind::evict);
+        s.max_faults = 0;
+        s.max_background = 2;
+        s.max_depth = 60;
+        return s;
+    }
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small"}; }
+std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch"}; }
 
 model::World initial_world(const Scope& scope, const model::Defenses& defenses) {
     model::World w(std::make_shared<model::ModelConfig>(scope.model), defenses, scope.limits, scope.rollout);
@@ -70,6 +86,25 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
     for (const RequestTemplate& t : scope.requests)
         w.add_request(std::make_shared<model::RequestSpec>(
             model::make_request_spec(uid++, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)));
+    std::vector<model::Step> steps;
+    std::vector<model::Violation> violations;
+    for (std::uint32_t r = 0; r < scope.requests.size(); ++r) {
+        if (!scope.requests[r].warm) continue;
+        while (w.requests[r].phase != model::Phase::done) {
+            model::enabled_steps(w, actor_kinds(), steps);
+            const auto own = std::find_if(steps.begin(), steps.end(), [&](const model::Step& s) {
+                return s.kind == StepKind::io_complete || s.target == r;
+            });
+            if (own == steps.end())
+                throw std::invalid_argument("warm request " + std::to_string(r) + " cannot run to the end on its own");
+            const model::StepOutcome outcome = model::apply(w, *own);
+            violations.clear();
+            model::check_invariants(w, outcome, true, violations);
+            if (!violations.empty())
+                throw std::invalid_argument("warm request " + std::to_string(r) + " violates " + violations.front().invariant +
+                                            " on its own under this policy: " + violations.front().message);
+        }
+    }
     return w;
 }
 

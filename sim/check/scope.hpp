@@ -14,6 +14,7 @@ struct RequestTemplate {
     std::vector<std::uint64_t> ids;   // content block ids (chained by the model)
     std::uint32_t input_tokens = 0;
     std::uint32_t output_tokens = 0;
+    bool warm = false;  // runs to the end, alone, before the explored steps: its cache is the starting state
 };
 
 struct Scope {
@@ -41,11 +42,16 @@ bool is_background(model::StepKind kind);
 
 // The named scopes: "reference" (toy preset, two requests sharing a prefix, a tight budget,
 // every actor and every fault, at most one fault and two background evictions/offloads per
-// path) and "small" (shorter prompts, one background action: for quick tests).
+// path), "small" (shorter prompts, one background action: for quick tests) and "pin-epoch" (the
+// pin/epoch race alone: one plain KV group, a prefix already cached, three readers of it and an
+// evictor; no faults, no offloads: the protocol the SPIN comparison in docs/checker.md uses).
 // Throws std::invalid_argument for an unknown name.
 Scope named_scope(const std::string& name);
 std::vector<std::string> scope_names();
 
+// The world the explored steps start from: every request added, the warm ones already run to
+// the end in order (each request step of the warm request, and the I/O completions it waits for,
+// taken as soon as enabled).
 model::World initial_world(const Scope& scope, const model::Defenses& defenses);
 
 }  // namespace kvcheck::sim

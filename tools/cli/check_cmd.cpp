@@ -41,11 +41,6 @@ const model::PolicyInfo& policy_or_throw(const std::string& name) {
     return *p;
 }
 
-sim::Scope scope_or_throw(const std::string& name) {
-    for (const std::string& known : sim::scope_names())
-        if (known == name) return sim::named_scope(name);
-    throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: reference, small)");
-}
 
 sim::Reduction reduction_or_throw(const std::string& name) {
     const std::optional<sim::Reduction> r = sim::reduction_from_name(name);
@@ -77,10 +72,18 @@ struct CheckArgs {
 
 }  // namespace
 
+sim::Scope scope_or_throw(const std::string& name) {
+    for (const std::string& known : sim::scope_names())
+        if (known == name) return sim::named_scope(name);
+    std::string names;
+    for (const std::string& known : sim::scope_names()) names += (names.empty() ? "" : ", ") + known;
+    throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: " + names + ")");
+}
+
 void register_check(CLI::App& app, Common& common) {
     auto a = std::make_shared<CheckArgs>();
     auto* cmd = app.add_subcommand("check", "Explore every interleaving at a bounded scope (breadth-first, state hashing)");
-    cmd->add_option("--scope", a->scope, "Named scope: reference (default) or small");
+    cmd->add_option("--scope", a->scope, "Named scope: reference (default), small or pin-epoch");
     cmd->add_option("--policy", a->policy, "Policy to check (default validated)");
     cmd->add_option("--invariant", a->target, "Stop only at violations of this invariant");
     cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)");
@@ -155,11 +158,17 @@ void register_check(CLI::App& app, Common& common) {
         if (a->json) {
             std::cout << j.dump(2) << "\n";
         } else {
+            const std::string ended = r.exhausted ? "exhausted" : !r.bound_hit.empty() ? "bound hit: " + r.bound_hit : "stopped at the first counterexample";
             std::printf("scope=%s policy=%s reduction=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n", a->scope.c_str(),
                         a->policy.c_str(), a->reduction.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
-                        r.seconds, r.states_per_s, r.exhausted ? "exhausted" : ("bound hit: " + r.bound_hit).c_str());
+                        r.seconds, r.states_per_s, ended.c_str());
             if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
-            if (r.counterexample) std::printf("counterexample (%zu steps):\n%s", r.counterexample->steps.size(), sim::format_counterexample(*r.counterexample).c_str());
+            if (r.counterexample) {
+                std::printf("counterexample (%zu steps", r.counterexample->steps.size());
+                for (std::size_t i = 0; i < scope.requests.size(); ++i)
+                    if (scope.requests[i].warm) std::printf(", after warm request %zu ran to the end", i);
+                std::printf("):\n%s", sim::format_counterexample(*r.counterexample).c_str());
+            }
         }
         if (r.counterexample && !a->out.empty()) {
             write_counterexample(a->out, scope, a->policy, *r.counterexample);

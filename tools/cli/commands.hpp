@@ -5,6 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
+#include "sim/check/scope.hpp"
+
 namespace kvcheck::cli {
 
 struct Common {
@@ -24,5 +28,8 @@ void register_fuzz(CLI::App& app, Common& common);
 void register_merge(CLI::App& app, Common& common);
 void register_mutants(CLI::App& app, Common& common);
 void register_report(CLI::App& app, Common& common);
+
+// The named scope for a --scope value; InputError naming the known ones otherwise.
+sim::Scope scope_or_throw(const std::string& name);
 
 }  // namespace kvcheck::cli

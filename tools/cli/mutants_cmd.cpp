@@ -26,21 +26,19 @@ void register_mutants(CLI::App& app, Common& common) {
     auto only = std::make_shared<std::string>();
     auto reduction = std::make_shared<std::string>("none");
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
-    cmd->add_option("--scope", *scope_name, "Named scope (default reference)");
+    cmd->add_option("--scope", *scope_name, "Named scope: reference (default), small or pin-epoch");
     cmd->add_option("--policy", *only, "Check only this policy");
     cmd->add_option("--max-seconds", *seconds, "Time bound per policy");
     cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
-    cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here");
+    cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here, named POLICY.json (SCOPE-POLICY.json outside the reference scope)");
     cmd->add_flag("--json", *json, "Print a JSON list of {policy, detected, invariant, counterexample_steps, seconds}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
     cmd->callback([=, &common] {
-        if (*scope_name != "reference" && *scope_name != "small")
-            throw sim::InputError("", "--scope", "unknown scope \"" + *scope_name + "\" (known: reference, small)");
         if (!only->empty() && model::find_policy(*only) == nullptr)
             throw sim::InputError("", "--policy", "unknown policy \"" + *only + "\" (known: " + model::policy_names() + ")");
         const std::optional<sim::Reduction> chosen = sim::reduction_from_name(*reduction);
         if (!chosen) throw sim::InputError("", "--reduction", "unknown reduction \"" + *reduction + "\" (known: none, symmetry)");
-        const sim::Scope scope = sim::named_scope(*scope_name);
+        const sim::Scope scope = scope_or_throw(*scope_name);
         nlohmann::json rows = nlohmann::json::array();
         bool all_good = true;
         if (!*json) std::printf("%-26s %-44s %-9s %-24s %6s %9s\n", "policy", "defense removed", "detected", "invariant", "steps", "seconds");
@@ -76,7 +74,8 @@ void register_mutants(CLI::App& app, Common& common) {
                 const std::string note = "regression: " + p.name + " breaks " + invariant + " (found by kvcheck mutants --scope " + *scope_name + ")";
                 nlohmann::json doc = sim::steps_scenario_json(scope, p.name, r.counterexample->steps, note, &expect);
                 doc["name"] = "regress-" + p.name;
-                sim::write_file_atomic(*regress + "/" + p.name + ".json", doc.dump(2) + "\n");
+                const std::string file = (*scope_name == "reference" ? "" : *scope_name + "-") + p.name + ".json";
+                sim::write_file_atomic(*regress + "/" + file, doc.dump(2) + "\n");
             }
         }
         if (*json) std::cout << rows.dump(2) << "\n";
