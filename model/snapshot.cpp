@@ -25,7 +25,9 @@ public:
     template <typename T>
     void pod(const T& value) {
         static_assert(std::is_trivially_copyable_v<T>);
-        bytes(&value, sizeof(T));
+        room(sizeof(T));
+        std::memcpy(out_.data() + size_, &value, sizeof(T));  // a constant size: no call
+        size_ += sizeof(T);
     }
     template <typename T>
     void rows(const std::vector<T>& v) {
@@ -35,13 +37,17 @@ public:
     }
     void bytes(const void* data, std::size_t n) {
         if (n == 0) return;
-        if (size_ + n > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + n));
+        room(n);
         std::memcpy(out_.data() + size_, data, n);
         size_ += n;
     }
     std::size_t size() const { return size_; }
 
 private:
+    void room(std::size_t n) {
+        if (size_ + n > out_.size()) [[unlikely]]
+            out_.resize(std::max(out_.size() * 2, size_ + n));
+    }
     std::vector<std::byte>& out_;
     std::size_t size_ = 0;
 };

@@ -596,8 +596,10 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
     };
     for (std::uint32_t r = 0; r < w.requests.size(); ++r) {
         for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
-                           StepKind::commit, StepKind::decode, StepKind::finish})
-            consider(k, r);
+                           StepKind::commit, StepKind::decode, StepKind::finish}) {
+            const Step s{k, r, 0};
+            if ((kinds & kind_bit(k)) != 0 && request_enabled(w, s)) out.push_back(s);  // enabled()'s case, called directly
+        }
     }
     for (std::uint32_t i = 0; i < w.io.size(); ++i)
         for (StepKind k : {StepKind::io_complete, StepKind::io_fail, StepKind::misaligned_reload}) consider(k, i);
