@@ -1,6 +1,7 @@
 // `kvcheck bench`: the end-to-end performance figures, all from one process — the Mooncake
-// conversation trace replayed under deepseek-v4 with faults (validated and naive), a timed
-// exploration of the reference scope, the state table's bytes per entry and the peak RSS.
+// conversation trace replayed under deepseek-v4 with faults (validated and naive), timed
+// explorations of the reference and pin/epoch scopes, the state table's bytes per entry and the
+// peak RSS.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,6 +40,8 @@ struct BenchArgs {
 constexpr double kRequestsPerSecondMin = 100'000;
 constexpr double kValidatedOverNaiveMax = 1.3;
 constexpr double kStateTableBytesPerEntryMax = 64;
+// The checker issue's speed target: SPIN's rate on a pin/epoch race model (docs/checker.md).
+constexpr double kPinEpochStatesPerSecondMin = 1'200'000;
 
 struct Timing {
     double wall_s = 0;
@@ -189,14 +192,18 @@ nlohmann::json run_bench(const BenchArgs& a) {
         replay_once(scenario, "naive", naive);
     }
     const std::uint64_t replay_peak_rss_bytes = peak_rss_bytes();  // the replays run first
-    std::fprintf(stderr, "bench: exploring the reference scope for %.1f s\n", a.explore_seconds);
-    sim::ExploreOptions explore_options;
-    explore_options.max_seconds = a.explore_seconds;
-    explore_options.stop_at_first = false;
+    auto explore_for = [&](const char* scope, sim::ExploreReport& report) {
+        std::fprintf(stderr, "bench: exploring the %s scope for %.1f s\n", scope, a.explore_seconds);
+        sim::ExploreOptions explore_options;
+        explore_options.max_seconds = a.explore_seconds;
+        explore_options.stop_at_first = false;
+        return timed([&] { report = sim::explore(sim::named_scope(scope), model::find_policy("validated")->defenses, explore_options); });
+    };
     sim::ExploreReport explored;
-    const Timing explore_time = timed([&] {
-        explored = sim::explore(sim::named_scope("reference"), model::find_policy("validated")->defenses, explore_options);
-    });
+    const Timing explore_time = explore_for("reference", explored);
+    sim::ExploreReport pin_epoch;
+    const Timing pin_epoch_time = explore_for("pin-epoch", pin_epoch);
+    const double pin_epoch_rate = rate(pin_epoch.states, pin_epoch_time.cpu_s);
     std::fprintf(stderr, "bench: model-only replay for the state table\n");
     const TableFigures table = measure_table(a.trace);
 
@@ -227,6 +234,10 @@ nlohmann::json run_bench(const BenchArgs& a) {
          {{"scope", "reference"}, {"states", explored.states}, {"transitions", explored.transitions},
           {"wall_s", explore_time.wall_s}, {"cpu_s", explore_time.cpu_s},
           {"states_per_cpu_s", rate(explored.states, explore_time.cpu_s)}, {"exhausted", explored.exhausted}}},
+        {"explorer_pin_epoch",
+         {{"scope", "pin-epoch"}, {"states", pin_epoch.states}, {"transitions", pin_epoch.transitions},
+          {"wall_s", pin_epoch_time.wall_s}, {"cpu_s", pin_epoch_time.cpu_s},
+          {"states_per_cpu_s", pin_epoch_rate}, {"exhausted", pin_epoch.exhausted}}},
         {"state_table",
          {{"segment_bytes", sizeof(model::Segment)}, {"index_bytes_per_entry", index_share},
           {"heap_bytes_per_live_entry", static_cast<double>(table.table_heap_bytes) / static_cast<double>(std::max<std::uint64_t>(table.counts.live_segments_max, 1))},
@@ -238,7 +249,8 @@ nlohmann::json run_bench(const BenchArgs& a) {
         {"targets",
          {{"requests_per_s", target(requests_per_s, kRequestsPerSecondMin, true)},
           {"validated_over_naive", target(over_naive, kValidatedOverNaiveMax, false)},
-          {"state_table_bytes_per_entry", target(bytes_per_entry, kStateTableBytesPerEntryMax, false)}}},
+          {"state_table_bytes_per_entry", target(bytes_per_entry, kStateTableBytesPerEntryMax, false)},
+          {"pin_epoch_states_per_cpu_s", target(pin_epoch_rate, kPinEpochStatesPerSecondMin, true)}}},
         {"machine", {{"cpus", std::thread::hardware_concurrency()}, {"cpu_model", cpu_model()}}},
     };
 }
@@ -246,6 +258,7 @@ nlohmann::json run_bench(const BenchArgs& a) {
 void print_text(const nlohmann::json& j) {
     const nlohmann::json& r = j["replay"];
     const nlohmann::json& e = j["explorer"];
+    const nlohmann::json& pe = j["explorer_pin_epoch"];
     const nlohmann::json& t = j["state_table"];
     std::printf("requests_per_s              %.0f  (%llu requests in %.3f cpu s; best wall %.3f s)\n", j["requests_per_s"].get<double>(),
                 static_cast<unsigned long long>(r["requests"].get<std::uint64_t>()), r["validated_cpu_s"].get<double>(),
@@ -256,6 +269,9 @@ void print_text(const nlohmann::json& j) {
                 r["naive_wall_s"].get<double>(), r["validated_over_naive_cpu"].get<double>());
     std::printf("explorer_states_per_s       %.0f  (%llu states in %.2f s, %.0f per cpu s)\n", j["explorer_states_per_s"].get<double>(),
                 static_cast<unsigned long long>(e["states"].get<std::uint64_t>()), e["wall_s"].get<double>(), e["states_per_cpu_s"].get<double>());
+    std::printf("  pin-epoch scope             %.0f per cpu s  (%llu states in %.2f cpu s%s)\n", pe["states_per_cpu_s"].get<double>(),
+                static_cast<unsigned long long>(pe["states"].get<std::uint64_t>()), pe["cpu_s"].get<double>(),
+                pe["exhausted"].get<bool>() ? ", exhausted" : "");
     std::printf("state_table_bytes_per_entry %.1f  (Segment %llu B + index %.1f B per entry, %llu entries at the fullest)\n",
                 j["state_table_bytes_per_entry"].get<double>(), static_cast<unsigned long long>(t["segment_bytes"].get<std::uint64_t>()),
                 t["index_bytes_per_entry"].get<double>(), static_cast<unsigned long long>(t["index_entries_max"].get<std::uint64_t>()));
@@ -275,7 +291,7 @@ void register_bench(CLI::App& app, Common& common) {
     auto* cmd = app.add_subcommand("bench", "Measure simulator, validation, explorer and state-table performance (docs/performance.md)");
     cmd->add_option("--trace", a->trace, "Mooncake trace to replay (default traces/mooncake/conversation_trace.jsonl)");
     cmd->add_option("--repeats", a->repeats, "Replays per policy; the fastest counts (default 3)")->check(CLI::Range(1u, 100u));
-    cmd->add_option("--explore-seconds", a->explore_seconds, "Seconds of reference-scope exploration (default 3)")
+    cmd->add_option("--explore-seconds", a->explore_seconds, "Seconds of exploration of each of the reference and pin-epoch scopes (default 3)")
         ->check(CLI::Range(0.1, 3600.0));
     cmd->add_flag("--json", a->json, "Print the figures as JSON");
     cmd->callback([a, &common] {
