@@ -15,6 +15,14 @@ namespace {
 constexpr std::array<Form, 5> kEvictionOrder = {Form::swa_window, Form::uncompressed_tail, Form::indexer_state,
                                                 Form::compressed_kv, Form::linear_state};
 
+// Each form's position in kEvictionOrder, kEvictionOrder.size() for a form never evicted for room.
+constexpr std::array<std::size_t, kFormCount> kEvictionRank = [] {
+    std::array<std::size_t, kFormCount> rank{};
+    rank.fill(kEvictionOrder.size());
+    for (std::size_t i = 0; i < kEvictionOrder.size(); ++i) rank[static_cast<std::size_t>(kEvictionOrder[i])] = i;
+    return rank;
+}();
+
 std::uint32_t take_slot(World& w, Form form) {
     auto& list = w.defenses.separate_freelists ? w.free_slots[static_cast<int>(form)] : w.shared_free_slots;
     std::uint32_t id;
@@ -51,14 +59,17 @@ void give_back_slot(World& w, std::uint32_t slot) {
 bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
     if (!w.defenses.admission_cap) return true;
     while (w.gpu_used_bytes + bytes > w.limits.gpu_budget_bytes) {
+        // The head of the first list whose form comes first in kEvictionOrder, found in one pass
+        // over the heads (each head's form is read once, not once per form).
         std::uint32_t victim = kNone;
-        for (Form f : kEvictionOrder) {
-            for (std::uint32_t head : w.lru_head)
-                if (head != kNone && w.segments[head].form == f) {
-                    victim = head;
-                    break;
-                }
-            if (victim != kNone) break;
+        std::size_t victim_rank = kEvictionOrder.size();
+        for (std::uint32_t head : w.lru_head) {
+            if (head == kNone) continue;
+            const std::size_t rank = kEvictionRank[static_cast<std::size_t>(w.segments[head].form)];
+            if (rank < victim_rank) {
+                victim = head;
+                victim_rank = rank;
+            }
         }
         if (victim == kNone) return false;
         if (log != nullptr) log->evicted.push_back({w.segments[victim].form, w.bytes_of(w.segments[victim])});

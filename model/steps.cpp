@@ -71,9 +71,11 @@ void capture(World& w, std::uint32_t r) {
 bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uint32_t start, std::uint32_t end,
                   std::uint64_t key, std::uint32_t anchor, StepOutcome& out) {
     Request& q = w.requests[r];
+    // The log appends to the outcome's list in place: a log of its own would allocate per entry.
     AdmissionLog log;
+    log.evicted.swap(out.evicted);
     const std::uint32_t id = create_segment(w, g, form, start, end, key, q.spec->uid, &log);
-    out.evicted.insert(out.evicted.end(), log.evicted.begin(), log.evicted.end());
+    log.evicted.swap(out.evicted);
     if (id == kNone) {
         q.uncached = true;
         out.admission_refused = true;
