@@ -142,10 +142,12 @@ private:
 
     bool inject(const Step& step, FaultClass fault) {
         if (!model::enabled(world_, step)) return false;
-        const std::string what = model::describe(world_, step);
+        // Described before it applies; only the timeline (until its cap) and the exporter read it.
+        const std::string what = exporter_ || timeline_.takes_instants() ? model::describe(world_, step) : std::string();
         after(model::apply(world_, step));
         ++metrics_.faults[static_cast<std::size_t>(fault)];
-        timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
+        if (timeline_.takes_instants())
+            timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
         if (exporter_) exporter_->note_fault(world_, step, fault, what, steps_);
         return true;
     }
@@ -259,7 +261,7 @@ private:
         std::string what;
         if (kind != StepKind::io_complete) {
             ++metrics_.faults[static_cast<std::size_t>(fault)];
-            what = model::describe(world_, {kind, op_id, 0});
+            if (exporter_ || timeline_.takes_instants()) what = model::describe(world_, {kind, op_id, 0});
             timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_, what);
         }
         if (op.kind == model::IoKind::load) (kind == StepKind::io_fail ? metrics_.load_failures : metrics_.loads) += 1;
@@ -305,7 +307,7 @@ private:
         const std::uint64_t late = faults_.late_io_ns(op);
         if (late > 0) {
             ++metrics_.faults[static_cast<std::size_t>(FaultClass::F4)];
-            timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
+            if (timeline_.takes_instants()) timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
         }
         return ns + late;
     }

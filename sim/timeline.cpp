@@ -22,20 +22,29 @@ void Timeline::instant(const std::string& name, std::uint64_t at_ns, const std::
 
 void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
     // At most one sample per simulated millisecond, and a bounded number overall.
-    if (samples_ >= kMaxSamples || (samples_ > 0 && at_ns < last_sample_ns_ + 1'000'000)) return;
-    ++samples_;
+    if (memory_samples_.size() >= kMaxSamples || (!memory_samples_.empty() && at_ns < last_sample_ns_ + 1'000'000)) return;
     last_sample_ns_ = at_ns;
-    nlohmann::json args = nlohmann::json::object();
-    for (model::Form f : model::kAllForms) args[std::string(model::form_name(f))] = w.bytes_by_form[static_cast<int>(f)];
-    args["state_table"] = std::uint64_t{w.live_segments} * model::kStateEntryBytes;
-    events_.push_back({{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", us(at_ns)}, {"args", args}});
+    memory_samples_.push_back({events_.size(), at_ns, w.bytes_by_form, std::uint64_t{w.live_segments} * model::kStateEntryBytes});
 }
 
 nlohmann::json Timeline::to_json() const {
     nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}};
     nlohmann::json all = nlohmann::json::array();
     all.push_back(meta);
-    for (const auto& e : events_) all.push_back(e);
+    auto sample = memory_samples_.begin();
+    const auto samples_before = [&](std::size_t position) {
+        for (; sample != memory_samples_.end() && sample->position <= position; ++sample) {
+            nlohmann::json args = nlohmann::json::object();
+            for (model::Form f : model::kAllForms) args[std::string(model::form_name(f))] = sample->bytes_by_form[static_cast<int>(f)];
+            args["state_table"] = sample->state_table_bytes;
+            all.push_back({{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", us(sample->at_ns)}, {"args", args}});
+        }
+    };
+    for (std::size_t i = 0; i < events_.size(); ++i) {
+        samples_before(i);
+        all.push_back(events_[i]);
+    }
+    samples_before(events_.size());
     return {{"traceEvents", all}, {"displayTimeUnit", "ms"}};
 }
 
