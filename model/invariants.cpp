@@ -138,6 +138,11 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     }
 }
 
+// check_structure fetches index cells this many segment ids ahead, once the index has more cells
+// than fit in a core's nearest caches (explorers' small worlds skip the extra hashing).
+constexpr std::uint32_t kCheckAhead = 16;
+constexpr std::size_t kFetchAheadCells = 1 << 14;
+
 void check_structure(const World& w, std::vector<Violation>& out) {
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
     // Explorers run this on every new state, so a slot's name is built only when a check fails.
@@ -173,7 +178,13 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     std::uint64_t used = 0;
     std::uint32_t live = 0;
     std::vector<std::uint32_t> pins(w.segments.size(), 0);  // holds per segment id
+    // In a large index each lookup below misses the cache: fetch the cell kCheckAhead ids ahead.
+    const bool fetch_ahead = w.index.cells() > kFetchAheadCells;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
+        if (fetch_ahead && id + kCheckAhead < w.segments.size()) {
+            const Segment& ahead = w.segments[id + kCheckAhead];
+            if (ahead.live && ahead.published) w.prefetch(ahead.key, ahead.group, ahead.is_tail);
+        }
         const Segment& s = w.segments[id];
         if (!s.live) continue;
         ++live;
