@@ -9,15 +9,13 @@ double us(std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 void Timeline::span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns, const std::string& detail) {
     if (!tracks(uid)) return;
-    nlohmann::json e = {{"name", name}, {"ph", "X"}, {"pid", 1}, {"tid", uid}, {"ts", us(start_ns)}, {"dur", us(end_ns - start_ns)}};
-    if (!detail.empty()) e["args"] = {{"detail", detail}};
-    events_.push_back(std::move(e));
+    events_.push_back({name, detail, start_ns, end_ns - start_ns, uid, true});
 }
 
 void Timeline::instant(const std::string& name, std::uint64_t at_ns, const std::string& detail) {
     if (instants_ >= kMaxInstants) return;
     ++instants_;
-    events_.push_back({{"name", name}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", 0}, {"ts", us(at_ns)}, {"args", {{"detail", detail}}}});
+    events_.push_back({name, detail, at_ns, 0, 0, false});
 }
 
 void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
@@ -42,7 +40,14 @@ nlohmann::json Timeline::to_json() const {
     };
     for (std::size_t i = 0; i < events_.size(); ++i) {
         samples_before(i);
-        all.push_back(events_[i]);
+        const Event& e = events_[i];
+        if (!e.span) {
+            all.push_back({{"name", e.name}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", 0}, {"ts", us(e.at_ns)}, {"args", {{"detail", e.detail}}}});
+            continue;
+        }
+        nlohmann::json span = {{"name", e.name}, {"ph", "X"}, {"pid", 1}, {"tid", e.uid}, {"ts", us(e.at_ns)}, {"dur", us(e.duration_ns)}};
+        if (!e.detail.empty()) span["args"] = {{"detail", e.detail}};
+        all.push_back(std::move(span));
     }
     samples_before(events_.size());
     return {{"traceEvents", all}, {"displayTimeUnit", "ms"}};

@@ -29,8 +29,17 @@ public:
 private:
     static constexpr std::size_t kMaxInstants = 20'000;
     static constexpr std::size_t kMaxSamples = 20'000;
-    // A memory counter sample, kept as numbers and turned into JSON only by to_json(): building
-    // the JSON object per sample cost a few percent of a replay. It goes before events_[position].
+    // Events are kept as plain values and turned into JSON only by to_json(): building a JSON
+    // object per event cost several percent of a replay.
+    struct Event {
+        std::string name;
+        std::string detail;
+        std::uint64_t at_ns = 0;
+        std::uint64_t duration_ns = 0;
+        std::uint32_t uid = 0;
+        bool span = false;  // a span on request uid's track, else a global instant
+    };
+    // A memory counter sample; it goes before events_[position].
     struct MemorySample {
         std::size_t position;
         std::uint64_t at_ns;
@@ -38,7 +47,7 @@ private:
         std::uint64_t state_table_bytes;
     };
     std::uint32_t max_requests_;
-    std::vector<nlohmann::json> events_;
+    std::vector<Event> events_;
     std::vector<MemorySample> memory_samples_;
     std::size_t instants_ = 0;
     std::uint64_t last_sample_ns_ = 0;
