@@ -55,6 +55,16 @@ void give_back_slot(World& w, std::uint32_t slot) {
 }
 
 
+// Starts fetching the index cell and the slot that evicting segment id would touch. A list's new
+// head is usually the next admission's victim, and its own row is in cache already (the eviction
+// just unlinked it from the old head), so the next eviction's misses overlap with other work.
+void prefetch_eviction(const World& w, std::uint32_t id) {
+    if (id == kNone) return;
+    const Segment& s = w.segments[id];
+    if (s.published) w.prefetch(s.key, s.group, s.is_tail);
+    if (s.slot != kNone) __builtin_prefetch(&w.slots[s.slot], 1);
+}
+
 // Makes room for `bytes` more on the GPU. Returns false when nothing more can be evicted.
 bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
     if (!w.defenses.admission_cap) return true;
@@ -73,7 +83,9 @@ bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
         }
         if (victim == kNone) return false;
         if (log != nullptr) log->evicted.push_back({w.segments[victim].form, w.bytes_of(w.segments[victim])});
+        const std::size_t list = World::lru_list(w.segments[victim]);
         evict_segment(w, victim);
+        prefetch_eviction(w, w.lru_head[list]);
     }
     return true;
 }
@@ -145,6 +157,13 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
     probe.end = end;
     probe.is_tail = form == Form::uncompressed_tail;
     KV_ASSERT_EQ(w.start_of(probe), start, "a segment's start is derived from its end, group and form");
+    // The row a reused id names is usually cold: fetch both cache lines it may span while
+    // make_room works (an eviction that frees a segment pushes a row that is in cache anyway).
+    if (!w.free_segment_ids.empty()) {
+        const auto* row = reinterpret_cast<const char*>(&w.segments[w.free_segment_ids.back()]);
+        __builtin_prefetch(row, 1);
+        __builtin_prefetch(row + sizeof(Segment) - 1, 1);
+    }
     const std::uint64_t bytes = w.bytes_of(probe);
     if (!make_room(w, bytes + kStateEntryBytes, log)) {
         if (log != nullptr) log->refused = true;
