@@ -40,10 +40,62 @@ struct Check {
     Miss miss{};
 };
 
+// The prefix index's answers for one request's prefixes, remembered for the rest of one lookup.
+// The world does not change during a lookup, yet the matcher asks for the same blocks several
+// times (each group's reach, the plan, the pass that allows loads), and each fresh answer costs
+// two key hashes and an index probe. Kept per group, tail flag and prefix length in the group's
+// blocks; a length off the group's block grid or past the request is looked up every time.
+class PrefixFinds {
+public:
+    PrefixFinds(const World& world, const RequestSpec& spec) : w_(world), spec_(spec) {
+        const std::uint32_t tokens = spec.input_tokens + spec.output_tokens;
+        for (const CacheGroup& grp : world.config->groups) {
+            const std::uint32_t blocks = tokens / grp.block_tokens + 1;
+            groups_.push_back({ids_.size(), blocks, grp.block_tokens});
+            ids_.resize(ids_.size() + std::size_t{2} * blocks, kUnknown);
+        }
+    }
+
+    // World::find of the prefix [0, tokens) of this request.
+    std::uint32_t find(std::uint32_t tokens, std::uint8_t g, bool tail) {
+        std::uint32_t* id = remembered(tokens, g, tail);
+        if (id == nullptr) return w_.find(spec_.key(tokens), g, tail);
+        if (*id == kUnknown) *id = w_.find(spec_.key(tokens), g, tail);
+        return *id;
+    }
+
+    // World::prefetch of the same cell, skipped when the answer is already known.
+    void prefetch(std::uint32_t tokens, std::uint8_t g, bool tail) {
+        const std::uint32_t* id = remembered(tokens, g, tail);
+        if (id == nullptr || *id == kUnknown) w_.prefetch(spec_.key(tokens), g, tail);
+    }
+
+private:
+    static constexpr std::uint32_t kUnknown = kNone - 1;  // segment ids never come near it
+    struct Group {
+        std::size_t first;  // its first entry in ids_
+        std::uint32_t blocks;
+        std::uint32_t block_tokens;
+    };
+
+    std::uint32_t* remembered(std::uint32_t tokens, std::uint8_t g, bool tail) {
+        const Group& grp = groups_[g];
+        const std::uint32_t block = tokens / grp.block_tokens;
+        if (block * grp.block_tokens != tokens || block >= grp.blocks) return nullptr;
+        return &ids_[grp.first + std::size_t{2} * block + (tail ? 1 : 0)];
+    }
+
+    const World& w_;
+    const RequestSpec& spec_;
+    std::vector<Group> groups_;
+    std::vector<std::uint32_t> ids_;  // the answers, kUnknown until asked
+};
+
 class Matcher {
 public:
-    Matcher(const World& world, const Request& request, bool io_mode, bool accept_all)
-        : w_(world), r_(request), spec_(*request.spec), d_(world.defenses), io_mode_(io_mode), accept_all_(accept_all) {}
+    Matcher(const World& world, const Request& request, PrefixFinds& finds, bool io_mode, bool accept_all)
+        : w_(world), r_(request), spec_(*request.spec), d_(world.defenses), finds_(finds), io_mode_(io_mode),
+          accept_all_(accept_all) {}
 
     // Is group g resumable at exactly `len` tokens? Appends what it would read to `plan`.
     Check check(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads) const {
@@ -129,9 +181,9 @@ private:
         const std::uint32_t block = w_.group(g).block_tokens;
         // The keys are consecutive and known in advance: fetch a batch of index cells at once.
         for (std::uint32_t x = from / block * block, n = 0; x < to && n < kPrefetchBatch; x += block, ++n)
-            w_.prefetch(spec_.key(x + block), g, false);
+            finds_.prefetch(x + block, g, false);
         for (std::uint32_t x = from / block * block; x < to; x += block)
-            if (!take(w_.find(spec_.key(x + block), g, false), g, form, x, x + block, plan, loads, &c, missing)) return c;
+            if (!take(finds_.find(x + block, g, false), g, form, x, x + block, plan, loads, &c, missing)) return c;
         return c;
     }
 
@@ -144,10 +196,10 @@ private:
         Check c;
         if (d_.tail_boundary_check || accept_all_) {
             for (std::uint32_t x = 0; x < boundary; x += seg_len)
-                if (!take(w_.find(spec_.key(x + seg_len), g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &c))
+                if (!take(finds_.find(x + seg_len, g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &c))
                     return c;
             for (std::uint32_t x = boundary; x < end; x += grp.block_tokens) {
-                const std::uint32_t id = w_.find(spec_.key(x + grp.block_tokens), g, true);
+                const std::uint32_t id = finds_.find(x + grp.block_tokens, g, true);
                 if (!take(id, g, Form::uncompressed_tail, x, x + grp.block_tokens, nullptr, nullptr, &c)) return c;
                 if (!accept_all_ && w_.anchor_of(w_.segments[id]) != boundary) {
                     c.ok = false;
@@ -162,7 +214,7 @@ private:
         // segments lead from 0, without asking whether the tail starts where they stop.
         std::uint32_t tail_start = end;
         while (tail_start > boundary) {
-            const std::uint32_t id = w_.find(spec_.key(tail_start), g, true);
+            const std::uint32_t id = finds_.find(tail_start, g, true);
             bool needs_load = false;
             if (id == kNone || problem(id, g, &needs_load)) break;
             tail_start -= grp.block_tokens;
@@ -175,9 +227,9 @@ private:
         }
         Check ignored;
         for (std::uint32_t x = 0; x + seg_len <= boundary; x += seg_len)
-            if (!take(w_.find(spec_.key(x + seg_len), g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &ignored)) break;
+            if (!take(finds_.find(x + seg_len, g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &ignored)) break;
         for (std::uint32_t x = tail_start; x < end; x += grp.block_tokens)
-            take(w_.find(spec_.key(x + grp.block_tokens), g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens,
+            take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens,
                  plan, loads, &c);
         return c;
     }
@@ -187,7 +239,7 @@ private:
         Check c;
         const std::uint32_t seg_len = w_.group(g).segment_tokens;
         for (std::uint32_t x = 0; x < boundary; x += seg_len)
-            if (!take(w_.find(spec_.key(x + seg_len), g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &c)) return c;
+            if (!take(finds_.find(x + seg_len, g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &c)) return c;
         return c;
     }
 
@@ -201,12 +253,12 @@ private:
         // taken as valid now; the earlier window blocks are read whether or not they still exist.
         Check c;
         if (end == 0 || end <= window_start) return c;
-        if (!take(w_.find(spec_.key(end), g, false), g, Form::swa_window, end - block, end, nullptr, nullptr, &c,
+        if (!take(finds_.find(end, g, false), g, Form::swa_window, end - block, end, nullptr, nullptr, &c,
                   MissReason::window_expired))
             return c;
         if (plan == nullptr) return c;
         for (std::uint32_t x = window_start / block * block; x < end; x += block) {
-            const std::uint32_t id = w_.find(spec_.key(x + block), g, false);
+            const std::uint32_t id = finds_.find(x + block, g, false);
             plan->push_back(entry_for(id, x, x + block, g, Form::swa_window));
             bool needs_load = false;
             if (id != kNone && !problem(id, g, &needs_load) && needs_load && loads != nullptr) loads->push_back(id);
@@ -226,7 +278,7 @@ private:
             c.miss = {g, Form::linear_state, MissReason::not_cached};
             return c;
         }
-        take(w_.find(spec_.key(at), g, false), g, Form::linear_state, 0, len, plan, loads, &c);
+        take(finds_.find(at, g, false), g, Form::linear_state, 0, len, plan, loads, &c);
         return c;
     }
 
@@ -234,17 +286,18 @@ private:
     const Request& r_;
     const RequestSpec& spec_;
     const Defenses& d_;
+    PrefixFinds& finds_;
     bool io_mode_;
     bool accept_all_;
 };
 
-std::uint32_t hash_hit_length(const World& world, const RequestSpec& spec, std::uint32_t cap) {
+std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint32_t cap) {
     const std::uint8_t g = primary_group(world);
     const CacheGroup& grp = world.group(g);
     std::uint32_t len = 0;
-    while (len + grp.segment_tokens <= cap && world.find(spec.key(len + grp.segment_tokens), g, false) != kNone)
+    while (len + grp.segment_tokens <= cap && finds.find(len + grp.segment_tokens, g, false) != kNone)
         len += grp.segment_tokens;
-    while (len + grp.block_tokens <= cap && world.find(spec.key(len + grp.block_tokens), g, true) != kNone)
+    while (len + grp.block_tokens <= cap && finds.find(len + grp.block_tokens, g, true) != kNone)
         len += grp.block_tokens;
     return len;
 }
@@ -256,11 +309,12 @@ struct Outcome {
     std::vector<std::uint32_t> loads;
 };
 
-Outcome settle(const World& world, const Request& request, std::uint32_t start_len, std::uint32_t grain, bool io_mode) {
+Outcome settle(const World& world, const Request& request, PrefixFinds& finds, std::uint32_t start_len, std::uint32_t grain,
+               bool io_mode) {
     const Defenses& d = world.defenses;
     const auto groups = static_cast<std::uint8_t>(world.config->groups.size());
     Outcome out;
-    const Matcher strict(world, request, io_mode, false);
+    const Matcher strict(world, request, finds, io_mode, false);
     std::vector<std::uint32_t> own_reach(groups, 0);
     std::uint32_t len = start_len;
     if (d.group_intersection) {
@@ -289,7 +343,7 @@ Outcome settle(const World& world, const Request& request, std::uint32_t start_l
     out.len = len;
     // The plan: what each group reads at the usable length. Groups that cannot be read there are
     // recorded as they are (a correct policy never gets here with such a group).
-    const Matcher lenient(world, request, io_mode, true);
+    const Matcher lenient(world, request, finds, io_mode, true);
     std::vector<bool> seen_kind(8, false);
     for (std::uint8_t g = 0; g < groups; ++g) {
         std::uint32_t at = len;
@@ -308,15 +362,16 @@ LookupResult lookup(const World& world, const Request& request) {
     const RequestSpec& spec = *request.spec;
     const Defenses& d = world.defenses;
     LookupResult result;
+    PrefixFinds finds(world, spec);
     const std::uint32_t cap = spec.input_tokens > 0 ? spec.input_tokens - 1 : 0;
-    result.hash_hit_len = hash_hit_length(world, spec, cap);
+    result.hash_hit_len = hash_hit_length(world, finds, cap);
     if (world.rollout == Rollout::off) {
         if (result.hash_hit_len > 0) result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout});
         return result;
     }
     if (d.hash_hit_is_enough) {
         // The old rule: a hash hit on the first group is reused for every group as it stands.
-        const Matcher lenient(world, request, false, true);
+        const Matcher lenient(world, request, finds, false, true);
         result.resume_len = result.hash_hit_len;
         for (std::uint8_t g = 0; g < world.config->groups.size(); ++g)
             lenient.check(g, result.resume_len, &result.plan, nullptr);
@@ -326,9 +381,9 @@ LookupResult lookup(const World& world, const Request& request) {
     }
     const std::uint32_t grain = resume_grain(world);
     const std::uint32_t start_len = result.hash_hit_len / grain * grain;
-    Outcome now = settle(world, request, start_len, grain, false);
+    Outcome now = settle(world, request, finds, start_len, grain, false);
     if (d.residency_check && !request.load_failed && now.len < start_len) {
-        Outcome later = settle(world, request, start_len, grain, true);
+        Outcome later = settle(world, request, finds, start_len, grain, true);
         if (later.len > now.len && !later.loads.empty()) {
             result.verdict = VerdictKind::io_wait;
             result.resume_len = later.len;
