@@ -332,6 +332,7 @@ private:
     }
 
     void sample_series() {
+        if (!metrics_.series.due(now_)) return;
         SeriesPoint p;
         p.t_s = static_cast<double>(now_) / 1e9;
         p.lookups = metrics_.lookups;

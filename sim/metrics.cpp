@@ -22,7 +22,7 @@ double Percentiles::at(double fraction) const {
 }
 
 void Series::offer(std::uint64_t now_ns, const SeriesPoint& point) {
-    if (now_ns < next_ns_) return;
+    if (!due(now_ns)) return;
     if (points_.size() >= kMaxPoints) {
         std::vector<SeriesPoint> kept;
         for (std::size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);

@@ -55,6 +55,8 @@ struct SeriesPoint {
 class Series {
 public:
     static constexpr std::size_t kMaxPoints = 512;
+    // Whether offer() at now_ns would keep its point: callers build the point only then.
+    bool due(std::uint64_t now_ns) const { return now_ns >= next_ns_; }
     void offer(std::uint64_t now_ns, const SeriesPoint& point);
     const std::vector<SeriesPoint>& points() const { return points_; }
 
