@@ -157,13 +157,9 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
     probe.end = end;
     probe.is_tail = form == Form::uncompressed_tail;
     KV_ASSERT_EQ(w.start_of(probe), start, "a segment's start is derived from its end, group and form");
-    // The row a reused id names is usually cold: fetch both cache lines it may span while
-    // make_room works (an eviction that frees a segment pushes a row that is in cache anyway).
-    if (!w.free_segment_ids.empty()) {
-        const auto* row = reinterpret_cast<const char*>(&w.segments[w.free_segment_ids.back()]);
-        __builtin_prefetch(row, 1);
-        __builtin_prefetch(row + sizeof(Segment) - 1, 1);
-    }
+    // The row a reused id names is usually cold: fetch it while make_room works (an eviction that
+    // frees a segment pushes a row that is in cache anyway).
+    if (!w.free_segment_ids.empty()) w.prefetch_row(w.free_segment_ids.back());
     const std::uint64_t bytes = w.bytes_of(probe);
     if (!make_room(w, bytes + kStateEntryBytes, log)) {
         if (log != nullptr) log->refused = true;

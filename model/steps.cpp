@@ -133,24 +133,28 @@ bool private_window_block(const World& w, const Segment& s) {
     return grp.kind == GroupKind::swa && !window_block_resumable(w, grp, s.end);
 }
 
-// How many entries ahead complete_writes fetches index cells.
+// How many entries ahead complete_writes fetches index cells and slots; rows twice as far ahead.
 constexpr std::size_t kWriteAhead = 16;
 
 // Finishes the writes of segments registered by write_range: content, ready, published.
 void complete_writes(World& w, std::uint32_t r) {
     Request& q = w.requests[r];
-    // Every key of the batch is known now, and each index cell is a cache miss once the index is
-    // large (proposal 3 of docs/performance.md). The cells are fetched kWriteAhead entries ahead
-    // of their use: a whole batch fetched at once outruns the outstanding misses a core can track.
+    // Each index cell is a cache miss once the index is large (proposal 3 of docs/performance.md),
+    // and so are the rows and slots, written a while ago. Rows are fetched 2 * kWriteAhead entries
+    // ahead, then give the cells and slots to fetch kWriteAhead ahead: a whole batch fetched at
+    // once would outrun the outstanding misses a core can track.
     const auto prefetch = [&](std::uint32_t id) {
         const Segment& s = w.segments[id];
         if (!private_window_block(w, s)) w.prefetch(s.key, s.group, s.is_tail);
         if (w.group(s.group).kind == GroupKind::indexer)
             w.prefetch(s.key, static_cast<std::uint8_t>(w.group(s.group).indexed_group), false);
+        if (s.slot != kNone) __builtin_prefetch(&w.slots[s.slot], 1);
     };
     const std::size_t n = q.owned.size();
+    for (std::size_t i = 0; i < std::min(n, 2 * kWriteAhead); ++i) w.prefetch_row(q.owned[i]);
     for (std::size_t i = 0; i < std::min(n, kWriteAhead); ++i) prefetch(q.owned[i]);
     for (std::size_t i = 0; i < n; ++i) {
+        if (i + 2 * kWriteAhead < n) w.prefetch_row(q.owned[i + 2 * kWriteAhead]);
         if (i + kWriteAhead < n) prefetch(q.owned[i + kWriteAhead]);
         const std::uint32_t id = q.owned[i];
         Segment& s = w.segments[id];

@@ -222,6 +222,12 @@ struct World {
     std::uint64_t index_key(std::uint64_t content_key, std::uint8_t g, bool tail) const;
     std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail) const;
     void prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const;  // of find's first cell
+    // Starts fetching both cache lines segment id's row may span.
+    void prefetch_row(std::uint32_t id) const {
+        const auto* row = reinterpret_cast<const char*>(&segments[id]);
+        __builtin_prefetch(row, 1);
+        __builtin_prefetch(row + sizeof(Segment) - 1, 1);
+    }
     // The index's confirmation: does segment id hold this prefix of this group and form?
     bool holds(std::uint32_t id, std::uint64_t content_key, std::uint8_t g, bool tail) const {
         const Segment& s = segments[id];
