@@ -307,7 +307,8 @@ private:
         const std::uint64_t late = faults_.late_io_ns(op);
         if (late > 0) {
             ++metrics_.faults[static_cast<std::size_t>(FaultClass::F4)];
-            if (timeline_.takes_instants()) timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
+            if (timeline_.takes_instants())
+                timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
         }
         return ns + late;
     }

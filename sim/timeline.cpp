@@ -22,7 +22,8 @@ void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
     // At most one sample per simulated millisecond, and a bounded number overall.
     if (memory_samples_.size() >= kMaxSamples || (!memory_samples_.empty() && at_ns < last_sample_ns_ + 1'000'000)) return;
     last_sample_ns_ = at_ns;
-    memory_samples_.push_back({events_.size(), at_ns, w.bytes_by_form, std::uint64_t{w.live_segments} * model::kStateEntryBytes});
+    const std::uint64_t state_table_bytes = std::uint64_t{w.live_segments} * model::kStateEntryBytes;
+    memory_samples_.push_back({events_.size(), at_ns, w.bytes_by_form, state_table_bytes});
 }
 
 nlohmann::json Timeline::to_json() const {
@@ -42,10 +43,12 @@ nlohmann::json Timeline::to_json() const {
         samples_before(i);
         const Event& e = events_[i];
         if (!e.span) {
-            all.push_back({{"name", e.name}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", 0}, {"ts", us(e.at_ns)}, {"args", {{"detail", e.detail}}}});
+            all.push_back({{"name", e.name}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", 0}, {"ts", us(e.at_ns)},
+                           {"args", {{"detail", e.detail}}}});
             continue;
         }
-        nlohmann::json span = {{"name", e.name}, {"ph", "X"}, {"pid", 1}, {"tid", e.uid}, {"ts", us(e.at_ns)}, {"dur", us(e.duration_ns)}};
+        nlohmann::json span = {{"name", e.name}, {"ph", "X"}, {"pid", 1}, {"tid", e.uid}, {"ts", us(e.at_ns)},
+                               {"dur", us(e.duration_ns)}};
         if (!e.detail.empty()) span["args"] = {{"detail", e.detail}};
         all.push_back(std::move(span));
     }
