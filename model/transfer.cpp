@@ -1,0 +1,130 @@
+// Offloads and loads: an I/O operation per transfer, in the lowest free I/O slot, completed or
+// failed by the I/O steps.
+#include "model/transfer.hpp"
+
+#include <algorithm>
+
+#include "model/core.hpp"
+
+namespace kvcheck::model {
+
+namespace {
+
+std::uint32_t add_io(World& w, const IoOp& op) {
+    // The lowest free slot, so that ids stay canonical for the explorer's hashing.
+    for (std::size_t word = w.free_io_low; word < w.free_io.size(); ++word) {
+        std::uint64_t& bits = w.free_io[word];
+        if (bits == 0) continue;
+        w.free_io_low = word;
+        const auto id = static_cast<std::uint32_t>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+        bits &= bits - 1;
+        KV_ASSERT(!w.io[id].live, "a free I/O slot holds a live operation");
+        w.io[id] = op;
+        return id;
+    }
+    w.free_io_low = w.free_io.size();
+    w.io.push_back(op);
+    return static_cast<std::uint32_t>(w.io.size() - 1);
+}
+
+}  // namespace
+
+std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
+    for (std::size_t g = 0; g < w.config->groups.size(); ++g)
+        if (w.config->groups[g].kind == GroupKind::indexer && w.config->groups[g].indexed_group == kv_group)
+            return static_cast<std::uint8_t>(g);
+    return 0xFF;
+}
+
+void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
+    Segment& s = w.segments[id];
+    s.disk = allocate_disk(w, id);
+    w.disk_used_bytes += w.bytes_of(s);
+    w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += w.bytes_of(s);
+    s.stage = Stage::offloading;
+    refresh_evictable(w, id);
+    out.io_started.push_back(add_io(w, {id, kNone, IoKind::offload, true}));
+}
+
+bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out) {
+    Segment& s = w.segments[id];
+    if (s.stage != Stage::on_disk) return false;
+    AdmissionLog log;
+    if (!admit_slot(w, id, &log)) {
+        out.admission_refused = true;
+        return false;
+    }
+    out.evicted.insert(out.evicted.end(), log.evicted.begin(), log.evicted.end());
+    s.stage = Stage::loading;
+    out.io_started.push_back(add_io(w, {id, r, IoKind::load, true}));
+    return true;
+}
+
+void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
+    IoOp& op = w.io[op_id];
+    Segment& s = w.segments[op.segment];
+    op.live = false;
+    const std::size_t word = op_id / 64;
+    if (w.free_io.size() <= word) w.free_io.resize(word + 1, 0);
+    w.free_io[word] |= std::uint64_t{1} << (op_id % 64);
+    w.free_io_low = std::min(w.free_io_low, word);
+    const std::uint64_t bytes = w.bytes_of(s);
+    if (op.kind == IoKind::offload) {
+        if (ok) {
+            w.disk[s.disk].content = w.slots[s.slot].content;
+            if (s.pins > 0 || (s.graph_refs > 0 && w.defenses.graph_guard)) {
+                // Pinned while the copy ran: the GPU copy stays, the disk copy is kept beside it.
+                s.stage = Stage::ready;
+                refresh_evictable(w, op.segment);
+            } else {
+                release_slot(w, op.segment);
+                s.stage = Stage::on_disk;
+                ++s.epoch;
+            }
+        } else {
+            free_disk(w, s.disk);
+            w.disk_used_bytes -= bytes;
+            w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= bytes;
+            s.disk = kNone;
+            s.stage = Stage::ready;
+            refresh_evictable(w, op.segment);
+        }
+        return;
+    }
+    Request& q = w.requests[op.request];
+    if (ok) {
+        w.slots[s.slot].content = w.disk[s.disk].content;
+        if (misaligned) w.slots[s.slot].address += 64;
+        free_disk(w, s.disk);
+        w.disk_used_bytes -= bytes;
+        w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= bytes;
+        s.disk = kNone;
+        s.stage = Stage::ready;
+        ++s.epoch;
+        touch(w, op.segment);
+        const std::uint8_t ig = indexer_of(w, s.group);
+        if (!w.defenses.restore_index_with_kv && ig != 0xFF) {
+            // Mutant `kv-without-index`: the indexer pages come back as empty pages that claim to
+            // index this KV.
+            const std::uint32_t partner = w.find(s.key, ig, false);
+            if (partner != kNone && w.segments[partner].stage == Stage::on_disk && admit_slot(w, partner, nullptr)) {
+                Segment& p = w.segments[partner];
+                free_disk(w, p.disk);
+                w.disk_used_bytes -= w.bytes_of(p);
+                w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= w.bytes_of(p);
+                p.disk = kNone;
+                p.stage = Stage::ready;
+                p.set_indexed_version(w.segments[op.segment].data_version());
+                ++p.epoch;
+                touch(w, partner);
+            }
+        }
+    } else {
+        release_slot(w, op.segment);
+        s.stage = Stage::on_disk;
+        q.load_failed = true;
+    }
+    if (q.pending_loads > 0 && --q.pending_loads == 0 && q.phase == Phase::waiting_io) q.phase = Phase::io_done;
+}
+
+}  // namespace kvcheck::model
