@@ -16,18 +16,34 @@ namespace {
 static_assert(sizeof(void*) != 8 || sizeof(World) == 760, "World changed: update model/snapshot.cpp");
 static_assert(sizeof(void*) != 8 || sizeof(Request) == 120, "Request changed: update model/snapshot.cpp");
 
-// Writes from the start of a buffer that only grows, so encoding a state into a buffer that has
-// held one as large neither allocates nor zero-fills.
+// Encoding runs twice over the same code (StateCodec::write): a Sizer adds up the length, then a
+// Writer fills a buffer already that long, with no bounds check per field.
+class Sizer {
+public:
+    template <typename T>
+    void pod(const T&) {
+        size_ += sizeof(T);
+    }
+    template <typename T>
+    void rows(const std::vector<T>& v) {
+        size_ += sizeof(std::uint32_t) + v.size() * sizeof(T);
+    }
+    void bytes(const void*, std::size_t n) { size_ += n; }
+    std::size_t size() const { return size_; }
+
+private:
+    std::size_t size_ = 0;
+};
+
 class Writer {
 public:
-    explicit Writer(std::vector<std::byte>& out) : out_(out) {}
+    explicit Writer(std::byte* out) : out_(out) {}
 
     template <typename T>
     void pod(const T& value) {
         static_assert(std::is_trivially_copyable_v<T>);
-        room(sizeof(T));
-        std::memcpy(out_.data() + size_, &value, sizeof(T));  // a constant size: no call
-        size_ += sizeof(T);
+        std::memcpy(out_, &value, sizeof(T));  // a constant size: no call
+        out_ += sizeof(T);
     }
     template <typename T>
     void rows(const std::vector<T>& v) {
@@ -37,19 +53,12 @@ public:
     }
     void bytes(const void* data, std::size_t n) {
         if (n == 0) return;
-        room(n);
-        std::memcpy(out_.data() + size_, data, n);
-        size_ += n;
+        std::memcpy(out_, data, n);
+        out_ += n;
     }
-    std::size_t size() const { return size_; }
 
 private:
-    void room(std::size_t n) {
-        if (size_ + n > out_.size()) [[unlikely]]
-            out_.resize(std::max(out_.size() * 2, size_ + n));
-    }
-    std::vector<std::byte>& out_;
-    std::size_t size_ = 0;
+    std::byte* out_;
 };
 
 class Reader {
@@ -89,8 +98,8 @@ StateCodec::StateCodec(const World& initial) {
     for (const Request& r : initial.requests) specs_.push_back(r.spec);
 }
 
-std::size_t StateCodec::encode(const World& w, std::vector<std::byte>& out) const {
-    Writer o(out);
+template <typename Sink>
+void StateCodec::write(const World& w, Sink& o) const {
     o.pod(w.kv_version);
     o.pod(w.config_epoch);
     o.rows(w.layout_shift);
@@ -111,8 +120,10 @@ std::size_t StateCodec::encode(const World& w, std::vector<std::byte>& out) cons
     o.pod(static_cast<std::uint32_t>(w.requests.size()));
     for (const Request& r : w.requests) {
         std::uint32_t spec = 0;
-        while (spec < specs_.size() && specs_[spec] != r.spec) ++spec;
-        KV_ASSERT(spec < specs_.size(), "an encoded request's spec is not one of the initial World's");
+        if constexpr (std::is_same_v<Sink, Writer>) {
+            while (spec < specs_.size() && specs_[spec] != r.spec) ++spec;
+            KV_ASSERT(spec < specs_.size(), "an encoded request's spec is not one of the initial World's");
+        }
         o.pod(spec);
         o.pod(r.phase);
         o.pod(r.pos);
@@ -141,7 +152,15 @@ std::size_t StateCodec::encode(const World& w, std::vector<std::byte>& out) cons
     o.pod(w.gpu_used_bytes);
     o.pod(w.disk_used_bytes);
     o.pod(w.bytes_by_form);
-    return o.size();
+}
+
+std::size_t StateCodec::encode(const World& w, std::vector<std::byte>& out) const {
+    Sizer sizer;
+    write(w, sizer);
+    if (out.size() < sizer.size()) out.resize(std::max(out.size() * 2, sizer.size()));
+    Writer writer(out.data());
+    write(w, writer);
+    return sizer.size();
 }
 
 const std::byte* StateCodec::decode(const std::byte* in, World& w) const {

@@ -27,6 +27,9 @@ public:
     const std::byte* decode(const std::byte* in, World& w) const;
 
 private:
+    template <typename Sink>
+    void write(const World& w, Sink& sink) const;  // every field, in order, to a Sizer or a Writer
+
     std::vector<std::shared_ptr<const RequestSpec>> specs_;  // the initial World's, by request slot
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "model/core.hpp"
 #include "model/transfer.hpp"
@@ -341,22 +342,28 @@ void do_finish(World& w, std::uint32_t r, StepOutcome& out) {
     q.phase = Phase::done;
 }
 
-bool request_enabled(const World& w, const Step& step) {
-    if (step.target >= w.requests.size()) return false;
-    const Request& q = w.requests[step.target];
-    if (q.spec == nullptr) return false;  // a recycled slot
-    const std::uint32_t end = q.spec->input_tokens + q.spec->output_tokens;
-    switch (step.kind) {
-        case StepKind::lookup: return q.phase == Phase::arrived || q.phase == Phase::io_done;
-        case StepKind::pin: return q.phase == Phase::validated;
-        case StepKind::revalidate: return q.phase == Phase::pinned;
-        case StepKind::allocate: return q.phase == Phase::revalidated;
-        case StepKind::read: return q.phase == Phase::allocated;
-        case StepKind::commit: return q.phase == Phase::read;
-        case StepKind::decode: return q.phase == Phase::decoding && q.pos < end;
-        case StepKind::finish: return q.phase == Phase::decoding && q.pos >= end;
-        default: return false;
+// A request's lifecycle is a chain: in each phase at most one request step is next (decoding
+// ends in finish once every output token is decoded).
+std::optional<StepKind> next_request_step(const Request& q) {
+    if (q.spec == nullptr) return std::nullopt;  // a recycled slot
+    switch (q.phase) {
+        case Phase::arrived:
+        case Phase::io_done: return StepKind::lookup;
+        case Phase::validated: return StepKind::pin;
+        case Phase::pinned: return StepKind::revalidate;
+        case Phase::revalidated: return StepKind::allocate;
+        case Phase::allocated: return StepKind::read;
+        case Phase::read: return StepKind::commit;
+        case Phase::decoding:
+            return q.pos < q.spec->input_tokens + q.spec->output_tokens ? StepKind::decode : StepKind::finish;
+        case Phase::waiting_io:
+        case Phase::done: return std::nullopt;
     }
+    return std::nullopt;
+}
+
+bool request_enabled(const World& w, const Step& step) {
+    return step.target < w.requests.size() && next_request_step(w.requests[step.target]) == step.kind;
 }
 
 bool segment_enabled(const World& w, const Step& step) {
@@ -495,11 +502,8 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
         if ((kinds & kind_bit(kind)) != 0 && enabled(w, s)) out.push_back(s);
     };
     for (std::uint32_t r = 0; r < w.requests.size(); ++r) {
-        for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
-                           StepKind::commit, StepKind::decode, StepKind::finish}) {
-            const Step s{k, r, 0};
-            if ((kinds & kind_bit(k)) != 0 && request_enabled(w, s)) out.push_back(s);  // enabled()'s case, called directly
-        }
+        const std::optional<StepKind> k = next_request_step(w.requests[r]);
+        if (k && (kinds & kind_bit(*k)) != 0) out.push_back({*k, r, 0});
     }
     for (std::uint32_t i = 0; i < w.io.size(); ++i)
         for (StepKind k : {StepKind::io_complete, StepKind::io_fail, StepKind::misaligned_reload}) consider(k, i);
