@@ -34,32 +34,19 @@ std::string describe(const World& w, const Step& step) {
         text.append(" [").append(std::to_string(w.start_of(s))).append(",").append(std::to_string(s.end));
         return text.append(") of group ").append(w.group(s.group).name);
     };
-    switch (step.kind) {
-        case StepKind::lookup:
-        case StepKind::pin:
-        case StepKind::revalidate:
-        case StepKind::allocate:
-        case StepKind::read:
-        case StepKind::commit:
-        case StepKind::finish: return out + " request " + std::to_string(step.target);
-        case StepKind::decode:
-            return out + " request " + std::to_string(step.target) +
-                   (step.arg != 0 ? " by " + std::to_string(step.arg) + " tokens" : std::string());
-        case StepKind::evict:
-        case StepKind::offload:
-        case StepKind::interrupt_eviction:
-        case StepKind::skew_index:
-        case StepKind::migrate:
-        case StepKind::lose_block: return out + segment_text(step.target);
-        case StepKind::io_complete:
-        case StepKind::io_fail:
-        case StepKind::misaligned_reload: {
+    switch (target_of(step.kind)) {
+        case StepTarget::request:
+            out += " request " + std::to_string(step.target);
+            if (step.kind == StepKind::decode && step.arg != 0) out += " by " + std::to_string(step.arg) + " tokens";
+            return out;
+        case StepTarget::segment: return out + segment_text(step.target);
+        case StepTarget::io: {
             if (step.target >= w.io.size()) return out + " io ?";
             const IoOp& op = w.io[step.target];
             return out + " " + (op.kind == IoKind::load ? "load" : "offload") + " of" + segment_text(op.segment);
         }
-        case StepKind::bump_model_version: return out;
-        case StepKind::change_layout:
+        case StepTarget::global:
+            if (step.kind == StepKind::bump_model_version) return out;
             return out + " of group " + (step.target < w.config->groups.size() ? w.group(static_cast<std::uint8_t>(step.target)).name : "?");
     }
     return out;

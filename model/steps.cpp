@@ -393,8 +393,8 @@ bool read_in_flight(const World& w) {
 
 bool is_fault(StepKind kind) { return kind >= StepKind::io_fail && kind != StepKind::io_complete; }
 
-bool enabled(const World& w, const Step& step) {
-    switch (step.kind) {
+StepTarget target_of(StepKind kind) {
+    switch (kind) {
         case StepKind::lookup:
         case StepKind::pin:
         case StepKind::revalidate:
@@ -402,21 +402,33 @@ bool enabled(const World& w, const Step& step) {
         case StepKind::read:
         case StepKind::commit:
         case StepKind::decode:
-        case StepKind::finish: return request_enabled(w, step);
+        case StepKind::finish: return StepTarget::request;
         case StepKind::evict:
         case StepKind::offload:
         case StepKind::interrupt_eviction:
         case StepKind::skew_index:
         case StepKind::migrate:
-        case StepKind::lose_block: return segment_enabled(w, step);
+        case StepKind::lose_block: return StepTarget::segment;
         case StepKind::io_complete:
-        case StepKind::io_fail: return step.target < w.io.size() && w.io[step.target].live;
-        case StepKind::misaligned_reload:
-            return step.target < w.io.size() && w.io[step.target].live && w.io[step.target].kind == IoKind::load;
+        case StepKind::io_fail:
+        case StepKind::misaligned_reload: return StepTarget::io;
+        case StepKind::bump_model_version:
+        case StepKind::change_layout: return StepTarget::global;
+    }
+    KV_UNREACHABLE("unknown step kind");
+}
+
+bool enabled(const World& w, const Step& step) {
+    switch (target_of(step.kind)) {
+        case StepTarget::request: return request_enabled(w, step);
+        case StepTarget::segment: return segment_enabled(w, step);
+        case StepTarget::io:
+            return step.target < w.io.size() && w.io[step.target].live &&
+                   (step.kind != StepKind::misaligned_reload || w.io[step.target].kind == IoKind::load);
         // Weights and layouts change between scheduler iterations, never inside a read that has
         // already been revalidated: such a change drains in-flight reads first.
-        case StepKind::bump_model_version: return w.kv_version < 0xFFFE && !read_in_flight(w);
-        case StepKind::change_layout:
+        case StepTarget::global:
+            if (step.kind == StepKind::bump_model_version) return w.kv_version < 0xFFFE && !read_in_flight(w);
             return step.target < w.config->groups.size() && w.layout_shift[step.target] < 0xFF && !read_in_flight(w);
     }
     return false;

@@ -28,6 +28,11 @@ enum class StepKind : std::uint8_t {
 };
 inline constexpr int kStepKindCount = 19;
 std::string_view step_kind_name(StepKind kind);
+
+// What a step's target names: a request, a segment, an I/O operation, or a group (change_layout;
+// bump_model_version ignores its target).
+enum class StepTarget : std::uint8_t { request, segment, io, global };
+StepTarget target_of(StepKind kind);
 std::optional<StepKind> step_kind_from_name(std::string_view name);
 bool is_fault(StepKind kind);
 
