@@ -78,6 +78,7 @@ struct Child {
     std::uint8_t background = 0;
 };
 
+// A state rebuilt from a checkpoint's path, with its node and the budgets its path has used.
 struct Frontier {
     model::World world;
     std::uint32_t node;
