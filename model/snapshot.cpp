@@ -3,7 +3,6 @@
 // keeps their buffers once a scratch World has seen a state as large.
 #include "model/snapshot.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -154,13 +153,15 @@ void StateCodec::write(const World& w, Sink& o) const {
     o.pod(w.bytes_by_form);
 }
 
-std::size_t StateCodec::encode(const World& w, std::vector<std::byte>& out) const {
+std::size_t StateCodec::encoded_size(const World& w) const {
     Sizer sizer;
     write(w, sizer);
-    if (out.size() < sizer.size()) out.resize(std::max(out.size() * 2, sizer.size()));
-    Writer writer(out.data());
-    write(w, writer);
     return sizer.size();
+}
+
+void StateCodec::encode(const World& w, std::byte* out) const {
+    Writer writer(out);
+    write(w, writer);
 }
 
 const std::byte* StateCodec::decode(const std::byte* in, World& w) const {

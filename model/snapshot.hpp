@@ -19,9 +19,11 @@ class StateCodec {
 public:
     explicit StateCodec(const World& initial);
 
-    // Writes w's changing state at the start of `out`, growing it when too short (never
-    // shrinking it), and returns its length. Every request spec must be one of the initial World's.
-    std::size_t encode(const World& w, std::vector<std::byte>& out) const;
+    // The length of w's encoding, then the encoding itself written to `out`, which must have that
+    // many bytes (explorers write straight into their frontier's buffers). Every request spec must
+    // be one of the initial World's.
+    std::size_t encoded_size(const World& w) const;
+    void encode(const World& w, std::byte* out) const;
     // Restores the state encoded at `in` into w (a World of the same run, whatever its state)
     // and returns the first byte after it.
     const std::byte* decode(const std::byte* in, World& w) const;

@@ -3,6 +3,7 @@
 // order live segments are visited and in the names segment ids are hashed under.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "model/core.hpp"
@@ -14,13 +15,13 @@ namespace detail {
 
 // A fast word accumulator: four chains take the words in turn (word i goes to chain i mod 4, in
 // order), so four multiplies are in flight instead of one; the chains are mixed together once
-// at the end. The rotation is register renaming once inlined.
+// at the end. A chain step is xor, multiply, rotate: the rotation carries high bits down, so a
+// difference in one word cannot be cancelled by the same bit in a later word. The chain
+// rotation below is register renaming once inlined.
 struct HashAccumulator {
     std::uint64_t l0 = 0x6b76636865636bULL, l1 = 0x9e3779b97f4a7c15ULL, l2 = 0xbf58476d1ce4e5b9ULL, l3 = 0x94d049bb133111ebULL;
     void add(std::uint64_t x) {
-        std::uint64_t h = l0;
-        h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdULL;
+        const std::uint64_t h = std::rotl((l0 ^ x) * 0xff51afd7ed558ccdULL, 29);
         l0 = l1;
         l1 = l2;
         l2 = l3;

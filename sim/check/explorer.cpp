@@ -10,8 +10,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <new>
 #include <utility>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
@@ -20,47 +24,76 @@ namespace kvcheck::sim {
 
 namespace {
 
-// Open-addressing set of 64-bit state hashes mapping to node indices.
+// Open-addressing set of 64-bit state hashes, mapping each to its node index when asked to keep
+// nodes (the explored graph's edges need the node a repeated state is; nothing else does, and
+// without them an insert touches one cache line instead of two). The arrays are mapped directly:
+// fresh mappings are already zero, and they ask for 2 MiB pages, since every probe lands on a
+// random page of a table far larger than what the TLB covers in 4 KiB pages (docs/checker.md).
 class VisitedTable {
 public:
-    VisitedTable() : keys_(1u << 16, 0), nodes_(1u << 16, 0) {}
+    explicit VisitedTable(bool keep_nodes) : keep_nodes_(keep_nodes) { allocate(kInitialCells); }
+    ~VisitedTable() { release(keys_, nodes_, cells_); }
+    VisitedTable(const VisitedTable&) = delete;
+    VisitedTable& operator=(const VisitedTable&) = delete;
 
-    // Starts fetching the cells an insert of `hash` probes first: the table is far larger than
-    // the caches, so the children of one state fetch theirs in parallel, not one miss each in turn.
+    // Starts fetching the cells an insert of `hash` probes first: the children of one state
+    // fetch theirs in parallel, not one miss each in turn.
     void prefetch(std::uint64_t hash) const {
         if (hash == 0) hash = 1;
-        const std::size_t i = hash & (keys_.size() - 1);
+        const std::size_t i = hash & (cells_ - 1);
         __builtin_prefetch(&keys_[i]);
-        __builtin_prefetch(&nodes_[i]);
+        if (keep_nodes_) __builtin_prefetch(&nodes_[i]);
     }
 
-    // Returns {node, inserted}; `node` is the existing node when the state was seen before.
+    // Returns {node, inserted}. A repeated state's node is its first node when nodes are kept,
+    // else `node` itself.
     std::pair<std::uint32_t, bool> insert(std::uint64_t hash, std::uint32_t node) {
-        if (hash == 0) hash = 1;
-        if ((size_ + 1) * 2 > keys_.size()) grow();
-        std::size_t i = hash & (keys_.size() - 1);
+        if (hash == 0) hash = 1;  // 0 marks an empty cell
+        if ((size_ + 1) * 2 > cells_) grow();
+        std::size_t i = hash & (cells_ - 1);
         while (keys_[i] != 0) {
-            if (keys_[i] == hash) return {nodes_[i], false};
-            i = (i + 1) & (keys_.size() - 1);
+            if (keys_[i] == hash) return {keep_nodes_ ? nodes_[i] : node, false};
+            i = (i + 1) & (cells_ - 1);
         }
         keys_[i] = hash;
-        nodes_[i] = node;
+        if (keep_nodes_) nodes_[i] = node;
         ++size_;
         return {node, true};
     }
 
 private:
-    void grow() {
-        std::vector<std::uint64_t> old_keys(keys_.size() * 2, 0);
-        std::vector<std::uint32_t> old_nodes(keys_.size() * 2, 0);
-        old_keys.swap(keys_);
-        old_nodes.swap(nodes_);
-        size_ = 0;
-        for (std::size_t i = 0; i < old_keys.size(); ++i)
-            if (old_keys[i] != 0) insert(old_keys[i], old_nodes[i]);
+    static constexpr std::size_t kInitialCells = std::size_t{1} << 16;
+
+    void allocate(std::size_t cells) {
+        cells_ = cells;
+        keys_ = static_cast<std::uint64_t*>(map(cells * sizeof(std::uint64_t)));
+        nodes_ = keep_nodes_ ? static_cast<std::uint32_t*>(map(cells * sizeof(std::uint32_t))) : nullptr;
     }
-    std::vector<std::uint64_t> keys_;
-    std::vector<std::uint32_t> nodes_;
+    static void* map(std::size_t bytes) {
+        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) throw std::bad_alloc();
+        madvise(m, bytes, MADV_HUGEPAGE);  // a hint: refused, the table works on small pages
+        return m;
+    }
+    static void release(std::uint64_t* keys, std::uint32_t* nodes, std::size_t cells) {
+        munmap(keys, cells * sizeof(std::uint64_t));
+        if (nodes != nullptr) munmap(nodes, cells * sizeof(std::uint32_t));
+    }
+    void grow() {
+        std::uint64_t* const old_keys = keys_;
+        std::uint32_t* const old_nodes = nodes_;
+        const std::size_t old_cells = cells_;
+        allocate(old_cells * 2);
+        size_ = 0;
+        for (std::size_t i = 0; i < old_cells; ++i)
+            if (old_keys[i] != 0) insert(old_keys[i], old_nodes != nullptr ? old_nodes[i] : 0);
+        release(old_keys, old_nodes, old_cells);
+    }
+
+    bool keep_nodes_;
+    std::size_t cells_ = 0;
+    std::uint64_t* keys_ = nullptr;
+    std::uint32_t* nodes_ = nullptr;  // null unless nodes are kept
     std::size_t size_ = 0;
 };
 
@@ -98,19 +131,21 @@ public:
         std::uint8_t background;
     };
 
-    void add(const std::byte* encoded, std::size_t length, std::uint32_t node, std::uint8_t faults, std::uint8_t background) {
-        while (chunk_ < chunks_.size() && chunks_[chunk_].capacity() - chunks_[chunk_].size() < length) ++chunk_;
+    void add(const model::StateCodec& codec, const model::World& w, std::uint32_t node, std::uint8_t faults, std::uint8_t background) {
+        const std::size_t length = codec.encoded_size(w);
+        while (chunk_ < chunks_.size() && chunks_[chunk_].size - chunks_[chunk_].used < length) ++chunk_;
         if (chunk_ == chunks_.size()) {
-            chunks_.emplace_back();
-            chunks_.back().reserve(std::max(kChunkBytes, length));
+            const std::size_t size = std::max(kChunkBytes, length);
+            chunks_.push_back({std::make_unique_for_overwrite<std::byte[]>(size), size, 0});
         }
-        std::vector<std::byte>& chunk = chunks_[chunk_];
-        const std::size_t at = chunk.size();
-        chunk.insert(chunk.end(), encoded, encoded + length);
-        entries_.push_back({chunk.data() + at, node, faults, background});
+        Chunk& chunk = chunks_[chunk_];
+        std::byte* at = chunk.bytes.get() + chunk.used;
+        codec.encode(w, at);
+        chunk.used += length;
+        entries_.push_back({at, node, faults, background});
     }
     void clear() {
-        for (std::vector<std::byte>& c : chunks_) c.clear();
+        for (Chunk& c : chunks_) c.used = 0;
         chunk_ = 0;
         entries_.clear();
     }
@@ -118,8 +153,13 @@ public:
     const Entry& operator[](std::size_t i) const { return entries_[i]; }
 
 private:
+    struct Chunk {
+        std::unique_ptr<std::byte[]> bytes;  // not zeroed: only what encode wrote is read
+        std::size_t size;
+        std::size_t used;
+    };
     static constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
-    std::vector<std::vector<std::byte>> chunks_;
+    std::vector<Chunk> chunks_;
     std::size_t chunk_ = 0;  // the first chunk that may still have room
     std::vector<Entry> entries_;
 };
@@ -204,13 +244,9 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     };
     std::vector<Node> nodes;
     std::vector<std::uint64_t> keys;  // visited-set key per node, for checkpoints
-    VisitedTable visited;
+    VisitedTable visited(options.keep_graph);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
     const model::StateCodec codec(initial);
-    std::vector<std::byte> encoded;  // scratch: one state's encoding
-    auto add_to = [&](Level& to, const model::World& w, std::uint32_t node, std::uint8_t faults, std::uint8_t background) {
-        to.add(encoded.data(), codec.encode(w, encoded), node, faults, background);
-    };
     Level level;  // both levels are recycled: clear() keeps their memory
     Level next;
     std::uint32_t depth = 0;
@@ -237,7 +273,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         for (Level* to : {&level, &next})
             for (std::uint32_t id : to == &level ? c.level : c.next) {
                 const Frontier& f = replayer.rebuild(id);
-                add_to(*to, f.world, f.node, f.faults, f.background);
+                to->add(codec, f.world, f.node, f.faults, f.background);
             }
         counterexample_node = c.counterexample_node;
         if (counterexample_node != 0) {
@@ -252,7 +288,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         nodes.push_back({0, {}});
         keys.push_back(kvcheck::hash_combine(state_key(initial), 0));
         visited.insert(keys.front(), 0);
-        add_to(level, initial, 0, 0, 0);
+        level.add(codec, initial, 0, 0, 0);
     }
     auto finish_timing = [&] {
         report.states = nodes.size();
@@ -345,7 +381,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     }
                     continue;  // do not expand past a violation
                 }
-                add_to(next, child, node, children[k].faults, children[k].background);
+                next.add(codec, child, node, children[k].faults, children[k].background);
             }
             const bool work_left = i + 1 < level.size() || next.size() > 0;
             const bool stop = options.stop != nullptr && options.stop->load();
