@@ -9,6 +9,7 @@
 #include "sim/input_error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <memory>
 #include <new>
@@ -323,9 +324,65 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         c.edges = edges;
         report.checkpoint = std::move(c);
     };
-    std::vector<model::Step> steps;
+    // A state's successors are built and hashed, and their visited-set cells fetched, one state
+    // before they are settled (probed, numbered, checked, queued): the fetches then overlap the
+    // next state's work instead of stalling the probe. Settling keeps breadth-first order.
+    struct Batch {
+        std::vector<Child> children;  // scratch worlds, reused state after state
+        std::vector<model::Step> steps;
+        std::uint32_t node = 0;
+        bool stuck = false;
+    };
+    std::array<Batch, 2> batches;
+    auto build = [&](const Level::Entry& f, Batch& b) {
+        b.node = f.node;
+        if (b.children.empty()) b.children.push_back({initial, {}, 0, 0, 0});
+        codec.decode(f.state, b.children[0].world);  // the state itself until its first step is applied
+        model::enabled_steps(b.children[0].world, allowed_kinds(scope, f.faults, f.background), b.steps);
+        b.stuck = b.steps.empty() && !all_done(b.children[0].world);
+        while (b.children.size() < b.steps.size()) b.children.push_back({initial, {}, 0, 0, 0});
+        for (std::size_t k = 0; k < b.steps.size(); ++k) {
+            Child& c = b.children[k];
+            if (k > 0) codec.decode(f.state, c.world);
+            c.outcome = model::apply(c.world, b.steps[k]);
+            c.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(b.steps[k].kind) ? 1 : 0));
+            c.background = static_cast<std::uint8_t>(f.background + (is_background(b.steps[k].kind) ? 1 : 0));
+            c.key = kvcheck::hash_combine(state_key(c.world), (std::uint64_t{c.faults} << 8) | c.background);
+            visited.prefetch(c.key);
+        }
+    };
     std::vector<model::Violation> violations;
-    std::vector<Child> children(1, Child{initial, {}, 0, 0, 0});  // scratch worlds, reused state after state
+    // Returns true when the run stops at this batch's counterexample.
+    auto settle = [&](const Batch& b) {
+        if (b.stuck) ++report.stuck_states;
+        for (std::size_t k = 0; k < b.steps.size(); ++k) {
+            const Child& c = b.children[k];
+            ++report.transitions;
+            const auto [node, inserted] = visited.insert(c.key, static_cast<std::uint32_t>(nodes.size()));
+            if (options.keep_graph) edges.emplace_back(b.node, node);
+            if (!inserted) continue;
+            nodes.push_back({b.node, b.steps[k]});
+            keys.push_back(c.key);
+            violations.clear();
+            model::check_invariants(c.world, c.outcome, true, violations);
+            if (!violations.empty() && !violates(violations, options.target)) {
+                ++report.other_violations;
+                continue;
+            }
+            if (!violations.empty() && !report.counterexample) {
+                Counterexample found;
+                found.steps = path_to(nodes, node);
+                found.violations = violations;
+                found.described = replay_trail(scope, defenses, found.steps).described;
+                report.counterexample = std::move(found);
+                counterexample_node = node;
+                if (options.stop_at_first) return true;
+                continue;  // do not expand past a violation
+            }
+            next.add(codec, c.world, node, c.faults, c.background);
+        }
+        return false;
+    };
     bool continuing_level = options.resume != nullptr;  // a resumed level keeps the next level found so far
     for (; level.size() > 0; ++depth) {
         report.depth = depth;
@@ -337,61 +394,34 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         }
         if (!continuing_level) next.clear();
         continuing_level = false;
+        const Batch* pending = nullptr;  // built, not settled yet
         for (std::size_t i = 0; i < level.size(); ++i) {
-            const Level::Entry& f = level[i];
-            codec.decode(f.state, children[0].world);  // the state itself until its first step is applied
-            model::enabled_steps(children[0].world, allowed_kinds(scope, f.faults, f.background), steps);
-            if (steps.empty() && !all_done(children[0].world)) ++report.stuck_states;
-            while (children.size() < steps.size()) children.push_back({initial, {}, 0, 0, 0});
-            for (std::size_t k = 0; k < steps.size(); ++k) {
-                Child& c = children[k];
-                if (k > 0) codec.decode(f.state, c.world);
-                c.outcome = model::apply(c.world, steps[k]);
-                c.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(steps[k].kind) ? 1 : 0));
-                c.background = static_cast<std::uint8_t>(f.background + (is_background(steps[k].kind) ? 1 : 0));
-                c.key = kvcheck::hash_combine(state_key(c.world), (std::uint64_t{c.faults} << 8) | c.background);
-                visited.prefetch(c.key);
+            Batch& b = batches[i & 1];
+            build(level[i], b);
+            if (pending != nullptr && settle(*pending)) {
+                finish_timing();
+                return report;
             }
-            for (std::size_t k = 0; k < steps.size(); ++k) {
-                const model::Step& step = steps[k];
-                const model::World& child = children[k].world;
-                const std::uint64_t key = children[k].key;
-                ++report.transitions;
-                const auto [node, inserted] = visited.insert(key, static_cast<std::uint32_t>(nodes.size()));
-                if (options.keep_graph) edges.emplace_back(f.node, node);
-                if (!inserted) continue;
-                nodes.push_back({f.node, step});
-                keys.push_back(key);
-                violations.clear();
-                model::check_invariants(child, children[k].outcome, true, violations);
-                if (!violations.empty() && !violates(violations, options.target)) {
-                    ++report.other_violations;
-                    continue;
-                }
-                if (!violations.empty() && !report.counterexample) {
-                    Counterexample c;
-                    c.steps = path_to(nodes, node);
-                    c.violations = violations;
-                    c.described = replay_trail(scope, defenses, c.steps).described;
-                    report.counterexample = std::move(c);
-                    counterexample_node = node;
-                    if (options.stop_at_first) {
-                        finish_timing();
-                        return report;
-                    }
-                    continue;  // do not expand past a violation
-                }
-                next.add(codec, child, node, children[k].faults, children[k].background);
-            }
-            const bool work_left = i + 1 < level.size() || next.size() > 0;
+            pending = &b;
             const bool stop = options.stop != nullptr && options.stop->load();
             const bool check_clock = (i & 63) == 63 || i + 1 == level.size();  // the clock costs more than a small state
-            if (work_left && (stop || nodes.size() >= options.max_states || (check_clock && elapsed() >= options.max_seconds))) {
-                report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
-                save_checkpoint(i + 1);
-                next.clear();
-                break;
+            if (stop || nodes.size() >= options.max_states || (check_clock && elapsed() >= options.max_seconds)) {
+                pending = nullptr;
+                if (settle(b)) {
+                    finish_timing();
+                    return report;
+                }
+                if (i + 1 < level.size() || next.size() > 0) {  // work left
+                    report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
+                    save_checkpoint(i + 1);
+                    next.clear();
+                    break;
+                }
             }
+        }
+        if (pending != nullptr && settle(*pending)) {
+            finish_timing();
+            return report;
         }
         std::swap(level, next);
     }
