@@ -150,7 +150,12 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         return "slot " + std::to_string(id) + " of the " + std::string(form_name(w.slots[id].pool)) + " pool";
     };
     // RL2: every slot is owned by one live segment of its own form, or free in exactly its pool's list.
-    std::vector<int> listed(w.slots.size(), 0);
+    // Counters reused call after call (explorers check millions of small states; each thread
+    // keeps its own).
+    thread_local std::vector<std::uint32_t> listed;
+    thread_local std::vector<std::uint32_t> pins;  // holds per segment id
+    listed.assign(w.slots.size(), 0);
+    pins.assign(w.segments.size(), 0);
     for (int f = 0; f < kFormCount; ++f)
         for (std::uint32_t id : w.free_slots[f]) {
             ++listed[id];
@@ -177,7 +182,6 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     // ST1: the index and the state table agree; the byte accounting adds up.
     std::uint64_t used = 0;
     std::uint32_t live = 0;
-    std::vector<std::uint32_t> pins(w.segments.size(), 0);  // holds per segment id
     // In a large index each lookup below misses the cache: fetch the cell kCheckAhead ids ahead.
     const bool fetch_ahead = w.index.cells() > kFetchAheadCells;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
