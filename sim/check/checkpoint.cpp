@@ -14,7 +14,7 @@ static_assert(std::endian::native == std::endian::little, "checkpoints are writt
 
 namespace {
 
-constexpr char kMagic[] = "kvcheck.check-checkpoint/1\n";
+constexpr char kMagic[] = "kvcheck.check-checkpoint/2\n";
 
 class Writer {
 public:
@@ -101,6 +101,7 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
     w.put_array(targets);
     w.put_array(args);
     w.put_array(c.keys);
+    w.put_array(c.key_nodes);
     w.put(c.depth);
     w.put_array(c.level);
     w.put_array(c.next);
@@ -121,7 +122,7 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {
     const std::size_t magic_size = sizeof(kMagic) - 1;
     if (bytes.compare(0, magic_size, kMagic) != 0)
-        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/1\")");
+        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/2\")");
     Reader r(bytes, file, magic_size);
     ExploreCheckpoint c;
     c.scope = r.get_text();
@@ -135,6 +136,7 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
     const auto targets = r.get_array<std::uint32_t>();
     const auto args = r.get_array<std::uint32_t>();
     c.keys = r.get_array<std::uint64_t>();
+    c.key_nodes = r.get_array<std::uint32_t>();
     c.depth = r.get<std::uint32_t>();
     c.level = r.get_array<std::uint32_t>();
     c.next = r.get_array<std::uint32_t>();
@@ -147,13 +149,13 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
     if (!r.at_end()) r.fail("bytes follow the last field");
     const std::size_t nodes = c.parents.size();
     if (nodes == 0 || kinds.size() != nodes || targets.size() != nodes || args.size() != nodes || c.keys.size() != nodes ||
-        edge_ends.size() % 2 != 0 || c.level.empty())
+        c.key_nodes.size() != (c.keep_graph ? nodes : 0) || edge_ends.size() % 2 != 0 || c.level.empty())
         r.fail("its node arrays disagree in length");
     for (std::size_t i = 0; i < nodes; ++i) {
         if (c.reduction > 1 || kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
         c.steps.push_back({static_cast<model::StepKind>(kinds[i]), targets[i], args[i]});
     }
-    const std::vector<std::uint32_t>* id_lists[] = {&c.level, &c.next, &edge_ends};
+    const std::vector<std::uint32_t>* id_lists[] = {&c.key_nodes, &c.level, &c.next, &edge_ends};
     for (const std::vector<std::uint32_t>* ids : id_lists)
         for (std::uint32_t id : *ids)
             if (id >= nodes) r.fail("it names node " + std::to_string(id) + " of " + std::to_string(nodes));

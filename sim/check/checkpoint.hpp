@@ -11,8 +11,9 @@
 
 namespace kvcheck::sim {
 
-// Every explored state is a node: its parent, the step that reached it and its visited-set key.
-// Frontier worlds are not stored; they are rebuilt by replaying each node's path.
+// Every explored state is a node: its parent and the step that reached it. The visited set is
+// stored as its keys (and, when the graph is kept, the node of each key). Frontier worlds are not
+// stored; they are rebuilt by replaying each node's path.
 struct ExploreCheckpoint {
     std::string scope;               // the scope's name, the policy and the target invariant: a
     std::string policy;              // checkpoint resumes only the same question
@@ -22,7 +23,8 @@ struct ExploreCheckpoint {
     std::uint64_t initial_hash = 0;  // state hash of the scope's initial world (catches a changed model)
     std::vector<std::uint32_t> parents;
     std::vector<model::Step> steps;
-    std::vector<std::uint64_t> keys;  // visited-set key of each node
+    std::vector<std::uint64_t> keys;       // every visited-set key, one per node, in the set's order
+    std::vector<std::uint32_t> key_nodes;  // the node of each key; keep_graph only, else empty
     std::uint32_t depth = 0;          // the level `level` belongs to
     std::vector<std::uint32_t> level;  // nodes of that level not expanded yet, in order (never empty)
     std::vector<std::uint32_t> next;   // nodes of the level after it found so far, in order

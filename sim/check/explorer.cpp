@@ -62,6 +62,14 @@ public:
         return {node, true};
     }
 
+    // Calls visit(key, node) for every key in the table, in cell order; node is 0 unless nodes
+    // are kept.
+    template <typename Visit>
+    void for_each(Visit&& visit) const {
+        for (std::size_t i = 0; i < cells_; ++i)
+            if (keys_[i] != 0) visit(keys_[i], keep_nodes_ ? nodes_[i] : 0u);
+    }
+
 private:
     static constexpr std::size_t kInitialCells = std::size_t{1} << 16;
 
@@ -244,7 +252,6 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         return options.reduction == Reduction::symmetry ? canonical_state_hash(w, labels) : model::state_hash(w);
     };
     std::vector<Node> nodes;
-    std::vector<std::uint64_t> keys;  // visited-set key per node, for checkpoints
     VisitedTable visited(options.keep_graph);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
     const model::StateCodec codec(initial);
@@ -259,11 +266,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             throw InputError("", "--resume", "the checkpoint is of another question (scope " + c.scope + ", invariant \"" + c.target +
                                                  "\", reduction " + reduction_name(static_cast<Reduction>(c.reduction)) + (c.keep_graph ? ", liveness" : "") +
                                                  ") or another model version");
-        for (std::size_t i = 0; i < c.parents.size(); ++i) {
-            nodes.push_back({c.parents[i], c.steps[i]});
-            visited.insert(c.keys[i], static_cast<std::uint32_t>(i));
-        }
-        keys = c.keys;
+        for (std::size_t i = 0; i < c.parents.size(); ++i) nodes.push_back({c.parents[i], c.steps[i]});
+        for (std::size_t i = 0; i < c.keys.size(); ++i) visited.insert(c.keys[i], c.keep_graph ? c.key_nodes[i] : 0);
         edges = c.edges;
         depth = c.depth;
         report.transitions = c.transitions;
@@ -287,8 +291,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         }
     } else {
         nodes.push_back({0, {}});
-        keys.push_back(kvcheck::hash_combine(state_key(initial), 0));
-        visited.insert(keys.front(), 0);
+        visited.insert(kvcheck::hash_combine(state_key(initial), 0), 0);
         level.add(codec, initial, 0, 0, 0);
     }
     auto finish_timing = [&] {
@@ -308,7 +311,10 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             c.parents.push_back(n.parent);
             c.steps.push_back(n.step);
         }
-        c.keys = keys;
+        visited.for_each([&](std::uint64_t key, std::uint32_t node) {
+            c.keys.push_back(key);
+            if (options.keep_graph) c.key_nodes.push_back(node);
+        });
         c.depth = depth;
         for (std::size_t i = expanded; i < level.size(); ++i) c.level.push_back(level[i].node);
         for (std::size_t i = 0; i < next.size(); ++i) c.next.push_back(next[i].node);
@@ -362,7 +368,6 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             if (options.keep_graph) edges.emplace_back(b.node, node);
             if (!inserted) continue;
             nodes.push_back({b.node, b.steps[k]});
-            keys.push_back(c.key);
             violations.clear();
             model::check_invariants(c.world, c.outcome, true, violations);
             if (!violations.empty() && !violates(violations, options.target)) {
