@@ -436,6 +436,10 @@ bool enabled(const World& w, const Step& step) {
 
 StepOutcome apply(World& w, const Step& step) {
     KV_ASSERT(enabled(w, step), "apply() of a step that is not enabled: " + describe(w, step));
+    return apply_offered(w, step);
+}
+
+StepOutcome apply_offered(World& w, const Step& step) {
     StepOutcome out;
     w.moved_under_graph = 0;
     w.cross_form_reuse = 0;

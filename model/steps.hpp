@@ -59,6 +59,10 @@ struct StepOutcome {
 
 bool enabled(const World& world, const Step& step);
 StepOutcome apply(World& world, const Step& step);
+// apply() without its enabled() check, for a step enabled_steps has just offered for this same
+// world (explorers apply millions). The property tests walk apply over enabled_steps' offers, so
+// the two are held to agree.
+StepOutcome apply_offered(World& world, const Step& step);
 
 // Every enabled step whose kind is in `kinds` (a bit per StepKind), in a canonical order.
 // Segment-targeted steps are offered for the oldest candidates of each eviction list only (one

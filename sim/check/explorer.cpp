@@ -350,7 +350,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         for (std::size_t k = 0; k < b.steps.size(); ++k) {
             Child& c = b.children[k];
             if (k > 0) codec.decode(f.state, c.world);
-            c.outcome = model::apply(c.world, b.steps[k]);
+            c.outcome = model::apply_offered(c.world, b.steps[k]);
             c.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(b.steps[k].kind) ? 1 : 0));
             c.background = static_cast<std::uint8_t>(f.background + (is_background(b.steps[k].kind) ? 1 : 0));
             c.key = kvcheck::hash_combine(state_key(c.world), (std::uint64_t{c.faults} << 8) | c.background);
