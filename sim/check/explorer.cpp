@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <new>
 #include <utility>
@@ -110,6 +111,8 @@ struct Node {
     std::uint32_t parent;
     model::Step step;
 };
+// A deque: it grows without moving what it holds, so millions of nodes are written once.
+using Nodes = std::deque<Node>;
 
 // A successor of the state being expanded, kept until its visited-set probe.
 struct Child {
@@ -173,7 +176,7 @@ private:
     std::vector<Entry> entries_;
 };
 
-std::vector<model::Step> path_to(const std::vector<Node>& nodes, std::uint32_t node) {
+std::vector<model::Step> path_to(const Nodes& nodes, std::uint32_t node) {
     std::vector<model::Step> steps;
     while (node != 0) {
         steps.push_back(nodes[node].step);
@@ -187,7 +190,7 @@ std::vector<model::Step> path_to(const std::vector<Node>& nodes, std::uint32_t n
 // path stay on a stack and only the differing suffix is replayed.
 class PathReplayer {
 public:
-    PathReplayer(const model::World& initial, const std::vector<Node>& nodes) : nodes_(nodes) {
+    PathReplayer(const model::World& initial, const Nodes& nodes) : nodes_(nodes) {
         stack_.push_back({initial, 0, 0, 0});
     }
 
@@ -213,7 +216,7 @@ public:
     }
 
 private:
-    const std::vector<Node>& nodes_;
+    const Nodes& nodes_;
     std::vector<std::uint32_t> path_;
     std::vector<Frontier> stack_;  // stack_[k]: the world after the first k steps of the last path
 };
@@ -251,7 +254,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     auto state_key = [&](const model::World& w) {
         return options.reduction == Reduction::symmetry ? canonical_state_hash(w, labels) : model::state_hash(w);
     };
-    std::vector<Node> nodes;
+    Nodes nodes;
     VisitedTable visited(options.keep_graph);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
     const model::StateCodec codec(initial);
