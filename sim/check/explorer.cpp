@@ -131,48 +131,74 @@ struct Frontier {
     std::uint8_t background;
 };
 
-// One BFS level: encoded states in large chunks that never move (a state's bytes stay where they
-// were written), and per state its node and the budgets its path has used. clear() keeps the
-// chunks, so the level after next reuses this one's memory.
+// Encoded states live in 16 MiB chunks that the two levels alive at once share: a chunk the
+// expanding level has read to its end goes back here at once and the level being filled takes
+// it, so the frontier needs about the widest level's bytes rather than the two widest levels'.
+// Chunks are never zeroed: only what encode wrote is read.
+class ChunkPool {
+public:
+    struct Chunk {
+        std::unique_ptr<std::byte[]> bytes;
+        std::size_t size = 0;
+    };
+    Chunk take(std::size_t at_least) {
+        if (!free_.empty() && free_.back().size >= at_least) {
+            Chunk c = std::move(free_.back());
+            free_.pop_back();
+            return c;
+        }
+        const std::size_t size = std::max(kChunkBytes, at_least);
+        return {std::make_unique_for_overwrite<std::byte[]>(size), size};
+    }
+    void give(Chunk chunk) { free_.push_back(std::move(chunk)); }
+
+private:
+    static constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
+    std::vector<Chunk> free_;
+};
+
+// One BFS level: its encoded states in pool chunks, in the order they were added, and per state
+// its node and the budgets its path has used.
 class Level {
 public:
     struct Entry {
         const std::byte* state;
+        std::uint32_t chunk;  // index into chunks_
         std::uint32_t node;
         std::uint8_t faults;
         std::uint8_t background;
     };
 
-    void add(const model::StateCodec& codec, const model::World& w, std::uint32_t node, std::uint8_t faults, std::uint8_t background) {
+    void add(ChunkPool& pool, const model::StateCodec& codec, const model::World& w, std::uint32_t node, std::uint8_t faults,
+             std::uint8_t background) {
         const std::size_t length = codec.encoded_size(w);
-        while (chunk_ < chunks_.size() && chunks_[chunk_].size - chunks_[chunk_].used < length) ++chunk_;
-        if (chunk_ == chunks_.size()) {
-            const std::size_t size = std::max(kChunkBytes, length);
-            chunks_.push_back({std::make_unique_for_overwrite<std::byte[]>(size), size, 0});
+        if (chunks_.empty() || chunks_.back().size - used_ < length) {
+            chunks_.push_back(pool.take(length));
+            used_ = 0;
         }
-        Chunk& chunk = chunks_[chunk_];
-        std::byte* at = chunk.bytes.get() + chunk.used;
+        std::byte* at = chunks_.back().bytes.get() + used_;
         codec.encode(w, at);
-        chunk.used += length;
-        entries_.push_back({at, node, faults, background});
+        used_ += length;
+        entries_.push_back({at, static_cast<std::uint32_t>(chunks_.size() - 1), node, faults, background});
     }
-    void clear() {
-        for (Chunk& c : chunks_) c.used = 0;
-        chunk_ = 0;
+    // Gives the pool every chunk that holds only states before state i: the expander has read them.
+    void release_before(ChunkPool& pool, std::size_t i) {
+        for (; released_ < entries_[i].chunk; ++released_) pool.give(std::move(chunks_[released_]));
+    }
+    void clear(ChunkPool& pool) {
+        for (; released_ < chunks_.size(); ++released_) pool.give(std::move(chunks_[released_]));
+        chunks_.clear();
+        released_ = 0;
+        used_ = 0;
         entries_.clear();
     }
     std::size_t size() const { return entries_.size(); }
     const Entry& operator[](std::size_t i) const { return entries_[i]; }
 
 private:
-    struct Chunk {
-        std::unique_ptr<std::byte[]> bytes;  // not zeroed: only what encode wrote is read
-        std::size_t size;
-        std::size_t used;
-    };
-    static constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
-    std::vector<Chunk> chunks_;
-    std::size_t chunk_ = 0;  // the first chunk that may still have room
+    std::vector<ChunkPool::Chunk> chunks_;
+    std::size_t released_ = 0;  // chunks_ before this one are back in the pool
+    std::size_t used_ = 0;      // bytes written to the last chunk
     std::vector<Entry> entries_;
 };
 
@@ -258,7 +284,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     VisitedTable visited(options.keep_graph);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
     const model::StateCodec codec(initial);
-    Level level;  // both levels are recycled: clear() keeps their memory
+    ChunkPool pool;
+    Level level;
     Level next;
     std::uint32_t depth = 0;
     std::uint32_t counterexample_node = 0;
@@ -281,7 +308,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         for (Level* to : {&level, &next})
             for (std::uint32_t id : to == &level ? c.level : c.next) {
                 const Frontier& f = replayer.rebuild(id);
-                to->add(codec, f.world, f.node, f.faults, f.background);
+                to->add(pool, codec, f.world, f.node, f.faults, f.background);
             }
         counterexample_node = c.counterexample_node;
         if (counterexample_node != 0) {
@@ -295,7 +322,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     } else {
         nodes.push_back({0, {}});
         visited.insert(kvcheck::hash_combine(state_key(initial), 0), 0);
-        level.add(codec, initial, 0, 0, 0);
+        level.add(pool, codec, initial, 0, 0, 0);
     }
     auto finish_timing = [&] {
         report.states = nodes.size();
@@ -387,7 +414,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 if (options.stop_at_first) return true;
                 continue;  // do not expand past a violation
             }
-            next.add(codec, c.world, node, c.faults, c.background);
+            next.add(pool, codec, c.world, node, c.faults, c.background);
         }
         return false;
     };
@@ -400,11 +427,12 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             report.bound_hit = "max_depth";
             break;
         }
-        if (!continuing_level) next.clear();
+        if (!continuing_level) next.clear(pool);
         continuing_level = false;
         const Batch* pending = nullptr;  // built, not settled yet
         for (std::size_t i = 0; i < level.size(); ++i) {
             Batch& b = batches[i & 1];
+            level.release_before(pool, i);
             build(level[i], b);
             if (pending != nullptr && settle(*pending)) {
                 finish_timing();
@@ -422,7 +450,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 if (i + 1 < level.size() || next.size() > 0) {  // work left
                     report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
                     save_checkpoint(i + 1);
-                    next.clear();
+                    next.clear(pool);
                     break;
                 }
             }
