@@ -27,7 +27,11 @@ struct HashAccumulator {
         l2 = l3;
         l3 = h;
     }
-    std::uint64_t finish() const { return mix64(l3 ^ mix64(l2 ^ mix64(l1 ^ mix64(l0)))); }
+    // Each chain under its own odd multiplier, then one finaliser: the four multiplies run
+    // side by side instead of four finalisers in a row.
+    std::uint64_t finish() const {
+        return mix64((l0 * 0x9e3779b97f4a7c15ULL) ^ (l1 * 0xc2b2ae3d27d4eb4fULL) ^ (l2 * 0x165667b19e3779f9ULL) ^ l3);
+    }
 };
 
 }  // namespace detail
