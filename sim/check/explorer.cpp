@@ -248,6 +248,12 @@ private:
     std::vector<Frontier> stack_;  // stack_[k]: the world after the first k steps of the last path
 };
 
+// A state's visited-set key: its (already finalised) hash with the budgets its path has used
+// folded in, so the same world reached with budgets left differently is another state.
+std::uint64_t visited_key(std::uint64_t state_hash, std::uint8_t faults, std::uint8_t background) {
+    return state_hash ^ (((std::uint64_t{faults} << 8) | background) * 0x9e3779b97f4a7c15ULL);
+}
+
 bool all_done(const model::World& w) {
     for (const model::Request& r : w.requests)
         if (r.phase != model::Phase::done) return false;
@@ -322,7 +328,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         }
     } else {
         nodes.push_back({0, {}});
-        visited.insert(kvcheck::hash_combine(state_key(initial), 0), 0);
+        visited.insert(visited_key(state_key(initial), 0, 0), 0);
         level.add(pool, codec, initial, 0, 0, 0);
     }
     auto finish_timing = [&] {
@@ -384,7 +390,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             c.outcome = model::apply_offered(c.world, b.steps[k]);
             c.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(b.steps[k].kind) ? 1 : 0));
             c.background = static_cast<std::uint8_t>(f.background + (is_background(b.steps[k].kind) ? 1 : 0));
-            c.key = kvcheck::hash_combine(state_key(c.world), (std::uint64_t{c.faults} << 8) | c.background);
+            c.key = visited_key(state_key(c.world), c.faults, c.background);
             visited.prefetch(c.key);
         }
     };
