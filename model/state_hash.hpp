@@ -74,8 +74,8 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
     for (const DiskObject& d : w.disk) a.add(d.content ^ (label(d.owner) << 32));
     for (const IoOp& op : w.io)
         if (op.live) {
-            // Two words, here and for plan entries: a kNone request or slot, shifted, would spill
-            // into the segment's bits and merge segments 2k and 2k+1.
+            // Two words: a kNone request, shifted, would spill into the segment's bits and merge
+            // segments 2k and 2k+1.
             a.add(label(op.segment));
             a.add((std::uint64_t{op.request} << 1) | static_cast<std::uint8_t>(op.kind));
         }
@@ -86,8 +86,9 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
               (std::uint64_t{r.uncached} << 3) | (r.config_epoch_at_lookup == w.config_epoch ? 1 : 0));
         for (const PlanEntry& p : r.plan) {
             const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;
-            a.add(label(p.segment));
-            a.add((std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
+            // One word: the slot (kNone included) and the fresh bit fill the low 33 bits and the
+            // segment's name the 31 above, which keep every id below 2^31 - 1 apart from kNone.
+            a.add((label(p.segment) << 33) | (std::uint64_t{p.slot} << 1) | (fresh ? 1 : 0));
         }
         for (std::uint32_t id : r.pinned) a.add(label(id));
         for (std::uint32_t id : r.owned) a.add(label(id) ^ 0x77ULL);
