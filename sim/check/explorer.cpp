@@ -377,6 +377,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         bool stuck = false;
     };
     std::array<Batch, 2> batches;
+    const std::uint32_t fault_kinds = all_fault_kinds();  // the budgets' kinds, as bits
+    const std::uint32_t background = background_kinds();
     auto build = [&](const Level::Entry& f, Batch& b) {
         b.node = f.node;
         if (b.children.empty()) b.children.push_back({initial, {}, 0, 0, 0});
@@ -388,8 +390,9 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             Child& c = b.children[k];
             if (k > 0) codec.decode(f.state, c.world);
             c.outcome = model::apply_offered(c.world, b.steps[k]);
-            c.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(b.steps[k].kind) ? 1 : 0));
-            c.background = static_cast<std::uint8_t>(f.background + (is_background(b.steps[k].kind) ? 1 : 0));
+            const std::uint32_t kind = model::kind_bit(b.steps[k].kind);
+            c.faults = static_cast<std::uint8_t>(f.faults + ((kind & fault_kinds) != 0 ? 1 : 0));
+            c.background = static_cast<std::uint8_t>(f.background + ((kind & background) != 0 ? 1 : 0));
             c.key = visited_key(state_key(c.world), c.faults, c.background);
             visited.prefetch(c.key);
         }
