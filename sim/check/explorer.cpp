@@ -1,6 +1,6 @@
-// BFS over (world, faults used). Nodes keep only their parent and the step that reached them;
+// BFS over (world, budgets used). Nodes keep only their parent and the step that reached them;
 // counterexamples are rebuilt by walking parents back and replaying from the initial world. The
-// frontier holds states encoded by model::StateCodec, each level in a few large buffers.
+// frontier holds states encoded by model::StateCodec in chunks the two live levels share.
 #include "sim/check/explorer.hpp"
 
 #include "model/core.hpp"
