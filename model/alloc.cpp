@@ -150,13 +150,18 @@ void touch(World& w, std::uint32_t id) {
 }
 
 std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint32_t start, std::uint32_t end,
-                             std::uint64_t key, std::uint32_t owner, AdmissionLog* log) {
+                             std::uint64_t key, std::uint32_t writer, AdmissionLog* log) {
     Segment probe;
     probe.group = group & 0xF;
     probe.form = form;
     probe.end = end;
     probe.is_tail = form == Form::uncompressed_tail;
-    KV_ASSERT_EQ(w.start_of(probe), start, "a segment's start is derived from its end, group and form");
+    const std::uint32_t units = form == Form::linear_state ? 1 : (end - start) / w.unit_tokens(group, form);
+    KV_ASSERT(units >= 1 && units <= w.extent_units_of(group, form), "an entry covers 1 to extent_units_of units");
+    KV_ASSERT(units == 1 || w.chunk_start(group, form, start) == w.chunk_start(group, form, end - 1),
+              "an extent stays within one chunk");
+    probe.extra_units = static_cast<std::uint8_t>(units - 1);
+    KV_ASSERT_EQ(w.start_of(probe), start, "a segment's start is derived from its end, unit count, group and form");
     // The row a reused id names is usually cold: fetch it while make_room works (an eviction that
     // frees a segment pushes a row that is in cache anyway).
     if (!w.free_segment_ids.empty()) w.prefetch_row(w.free_segment_ids.back());
@@ -178,7 +183,8 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
     s.stage = Stage::writing;
     s.kv_version = w.kv_version;
     s.layout_id = w.current_layout(group);
-    s.owner = owner;
+    s.writer = writer;
+    s.extra_units = probe.extra_units;
     s.live = true;
     s.slot = take_slot(w, form);
     w.slots[s.slot].owner = id;
@@ -249,12 +255,24 @@ void evict_segment(World& w, std::uint32_t id) {
 void publish(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (s.published) return;
-    // A newer segment for the same prefix replaces the older one in the index.
+    // A newer segment for the same prefix replaces the older one in the index. (An extent's key
+    // is its first unit's, so the newer one starts where the older one does.)
     const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail), id, [&](std::uint32_t other) {
         return w.holds(other, s.key, s.group, s.is_tail);
     });
     if (replaced != FlatIndex::kMissing && replaced != id) w.segments[replaced].published = false;
     s.published = true;
+}
+
+void shed(World& w, std::uint32_t id) {
+    Segment& s = w.segments[id];
+    KV_ASSERT(s.form == Form::swa_window && !s.shed && s.slot != kNone && s.disk == kNone,
+              "only a resident SWA entry without a disk copy sheds");
+    const std::uint64_t before = w.bytes_of(s);
+    s.shed = true;
+    const std::uint64_t freed = before - w.bytes_of(s);
+    w.gpu_used_bytes -= freed;
+    w.bytes_by_form[static_cast<int>(s.form)] -= freed;
 }
 
 void unpublish(World& w, std::uint32_t id) {

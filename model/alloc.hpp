@@ -19,10 +19,15 @@ struct AdmissionLog {
     bool refused = false;
 };
 
-// Registers a new segment in the state table and gives it a GPU slot, evicting by form priority
-// to stay within the budget. Returns kNone when admission is refused (everything else pinned).
+// Registers a new entry for [start, end) of a group (one unit, or an extent of several within one
+// chunk) in the state table and gives it a GPU slot, evicting by form priority to stay within the
+// budget. `writer` is the World::writers entry of the request writing it. Returns kNone when
+// admission is refused (everything else pinned).
 std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint32_t start, std::uint32_t end,
-                             std::uint64_t key, std::uint32_t owner, AdmissionLog* log);
+                             std::uint64_t key, std::uint32_t writer, AdmissionLog* log);
+
+// Drops the blocks of an SWA entry that no resume reads, once its writer lets go of it.
+void shed(World& w, std::uint32_t id);
 
 // Gives an existing (on-disk) segment a GPU slot again; false when admission is refused.
 bool admit_slot(World& w, std::uint32_t id, AdmissionLog* log);

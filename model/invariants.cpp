@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "model/core.hpp"
+#include "model/match.hpp"
 
 namespace kvcheck::model {
 
@@ -77,8 +78,11 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     std::vector<Range> need;
     for (std::uint8_t g = 0; g < w.config->groups.size(); ++g) required_ranges(w, g, len, need);
     for (const Range& n : need) {
+        // A read covers a required range when it reads an entry over it (one piece of an extent
+        // may cover many ranges) and, for a shed SWA entry, still holds those blocks.
         const bool covered = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& f) {
-            return f.present && f.entry.group == n.group && f.entry.start == n.start && f.entry.end == n.end;
+            return f.present && f.entry.group == n.group && f.entry.start <= n.start && n.end <= f.entry.end &&
+                   (!f.epoch_ok || units_retained(w, w.segments[f.entry.segment], n.start, n.end));
         });
         if (!covered) {
             const CacheGroup& grp = w.group(n.group);
@@ -124,7 +128,8 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
             const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
             for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) {
                 const bool have = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& o) {
-                    return o.present && o.entry.group == e.group && o.entry.form == Form::compressed_kv && o.entry.start == x;
+                    return o.present && o.entry.group == e.group && o.entry.form == Form::compressed_kv &&
+                           o.entry.start <= x && x < o.entry.end;
                 });
                 if (!have) {
                     fail("FM2_tail_boundary", entry_text(w, r, e) + " follows a gap: no compressed segment for [" +
@@ -195,6 +200,8 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         used += kStateEntryBytes + (s.slot != kNone ? w.bytes_of(s) : 0);
         if (s.published && w.find(s.key, s.group, s.is_tail) != id)
             fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
+        if (s.writer >= w.writers.size() || w.writers[s.writer].spec == nullptr)
+            fail("ST1_state_table", "segment " + std::to_string(id) + " names a writer that is no longer kept");
     }
     w.index.for_each([&](std::uint64_t, std::uint32_t id) {
         if (id >= w.segments.size() || !w.segments[id].live || !w.segments[id].published)
@@ -231,15 +238,32 @@ void check_structure(const World& w, std::vector<Violation>& out) {
 
 namespace {
 
-// The KV segment an index entry routes over: the one this read takes for the same range (an
-// index is judged against the KV actually read), else what the prefix index publishes now.
+// The KV segment an index entry routes over: the one this read takes for the entry's first
+// block (an index is judged against the KV actually read), else what the prefix index publishes
+// for it now.
 std::uint32_t indexed_kv(const World& w, const Request& q, const PlanEntry& e) {
     const auto kv_group = static_cast<std::uint8_t>(w.group(e.group).indexed_group);
     for (const PlanEntry& other : q.plan)
-        if (other.group == kv_group && other.start == e.start && other.end == e.end && other.segment != kNone &&
+        if (other.group == kv_group && other.start <= e.start && e.start < other.end && other.segment != kNone &&
             w.segments[other.segment].live)
             return other.segment;
-    return w.find(q.spec->key(e.end), kv_group, false);
+    return covering_entry(w, *q.spec, kv_group, e.start + w.group(e.group).block_tokens);
+}
+
+// The tag of what a read of [start, end) of entry s really returns. A read of the whole entry
+// returns what its slot holds. A read of part of an extent returns its writer's content over
+// that part, as correct a write as the whole (the difference between what the slot holds and a
+// correct write of the whole now is carried over, so any fault still shows); blocks a shed SWA
+// entry let go of return nothing.
+std::uint64_t stored_tag(const World& w, const Segment& s, const Slot& slot, std::uint32_t start, std::uint32_t end) {
+    if (start == w.start_of(s) && end == s.end) return slot.content;
+    if (!units_retained(w, s, start, end)) return 0;
+    const RequestSpec& writer = w.writer_spec(s);
+    const auto correct = [&](std::uint32_t from, std::uint32_t to) {
+        const std::uint64_t base = truth_tag(w, writer, s.group, from, to);
+        return s.form == Form::indexer_state ? hash_combine(base, s.indexed_version()) | 1 : base;
+    };
+    return correct(start, end) ^ (slot.content ^ correct(w.start_of(s), s.end));
 }
 
 }  // namespace
@@ -256,8 +280,14 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
         f.present = e.segment != kNone;
         if (e.slot != kNone) {
             const Slot& slot = w.slots[e.slot];
+            // Part of the extent the plan names, while that extent still holds the slot; anything
+            // else reads whatever the slot holds.
+            const Segment* holder = slot.owner == e.segment && e.segment != kNone ? &w.segments[e.segment] : nullptr;
+            const bool piece = holder != nullptr && holder->live && holder->form != Form::linear_state &&
+                               w.start_of(*holder) <= e.start && e.end <= holder->end;
+            const std::uint64_t content = piece ? stored_tag(w, *holder, slot, e.start, e.end) : slot.content;
             f.aligned = slot.address % kAlignBytes == 0;
-            f.actual = f.aligned ? slot.content : hash_combine(slot.content, slot.address);
+            f.actual = f.aligned ? content : hash_combine(content, slot.address);
         }
         if (f.present) {
             const Segment& s = w.segments[e.segment];

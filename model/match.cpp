@@ -30,6 +30,22 @@ bool window_block_resumable(const World& world, const CacheGroup& group, std::ui
     return first < group.window_tokens || (first - group.window_tokens) / group.block_tokens * group.block_tokens < end;
 }
 
+std::uint32_t retained_units(const World& world, const Segment& seg) {
+    const CacheGroup& grp = world.group(seg.group);
+    std::uint32_t kept = 0;
+    for (std::uint32_t e = world.start_of(seg) + grp.block_tokens; e <= seg.end; e += grp.block_tokens)
+        if (window_block_resumable(world, grp, e)) ++kept;
+    return kept;
+}
+
+bool units_retained(const World& world, const Segment& seg, std::uint32_t start, std::uint32_t end) {
+    if (!seg.shed) return true;
+    const CacheGroup& grp = world.group(seg.group);
+    for (std::uint32_t e = start + grp.block_tokens; e <= end; e += grp.block_tokens)
+        if (!window_block_resumable(world, grp, e)) return false;
+    return true;
+}
+
 namespace {
 
 // How many index cells check_blocks fetches ahead; a failed check stops early, so more is waste.
@@ -40,11 +56,115 @@ struct Check {
     Miss miss{};
 };
 
+// The last unit end (tokens) through which `reader`'s content equals the writer's over entry e,
+// counting from e's first unit; e's start when not even that unit matches. Inside both prompts
+// equal keys at a length mean equal content before it (the keys chain the content blocks), so
+// the last matching unit there is found by bisection; past either prompt, unit by unit.
+std::uint32_t matched_end(const World& w, const RequestSpec& reader, const Segment& e) {
+    const RequestSpec& writer = w.writer_spec(e);
+    if (&writer == &reader) return e.end;
+    const std::uint32_t unit = w.unit_tokens(e.group, e.form);
+    std::uint32_t matched = w.start_of(e);
+    const std::uint32_t prompts = std::min(reader.input_tokens, writer.input_tokens) / unit * unit;
+    std::uint32_t mismatch = std::min(e.end, prompts);  // a unit end that does not match, once bisecting
+    if (mismatch > matched) {
+        if (reader.key(mismatch) == writer.key(mismatch)) {
+            matched = mismatch;
+        } else {
+            while (mismatch - matched > unit) {
+                const std::uint32_t mid = matched + (mismatch - matched) / unit / 2 * unit;
+                (reader.key(mid) == writer.key(mid) ? matched : mismatch) = mid;
+            }
+            return matched;
+        }
+    }
+    for (std::uint32_t t = matched + unit; t <= e.end && reader.key(t) == writer.key(t); t += unit) matched = t;
+    return matched;
+}
+
+// An entry of group g (not a tail) and the end of what it covers of a reader.
+struct Hit {
+    std::uint32_t id = kNone;
+    std::uint32_t until = 0;
+    bool covers(std::uint32_t x) const { return id != kNone && until > x; }
+};
+
+// The entry whose first unit starts at `start`, for reader `spec`, looked up afresh.
+Hit starting_afresh(const World& w, const RequestSpec& spec, std::uint8_t g, std::uint32_t start) {
+    const std::uint32_t end = start + w.unit_tokens(g, primary_form(w.group(g)));
+    const std::uint32_t id = w.find(spec.key(end), g, false);
+    if (id == kNone) return {};
+    return {id, w.segments[id].units() == 1 ? end : matched_end(w, spec, w.segments[id])};
+}
+
+// The entries covering a range are found by walking it: the entry that covers its first unit
+// (covering: the one starting last among the starts an extent may have, the step grid of
+// World::extent_step within the unit's chunk), then at each entry's end the entry that starts
+// there (next_at), or the one starting on the step grid just before it, which a writer starts
+// where an older entry's cover ended off the grid (write_range). `starting(g, s)` answers for
+// one start, cached or afresh.
+template <typename Starting>
+Hit covering(const World& w, std::uint8_t g, std::uint32_t x, Starting&& starting) {
+    if (w.extent_units[g] == 1) return starting(g, x);
+    const std::uint32_t step = w.extent_step[g];
+    const std::uint32_t first = w.chunk_start(g, primary_form(w.group(g)), x);
+    for (std::uint32_t s = x / step * step + step; s > first;) {
+        s -= step;
+        const Hit hit = starting(g, s);
+        if (hit.covers(x)) return hit;
+    }
+    return {};
+}
+
+template <typename Starting>
+Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting) {
+    const Hit hit = starting(g, y);
+    if (hit.covers(y) || w.extent_units[g] == 1) return hit;
+    const std::uint32_t below = y / w.extent_step[g] * w.extent_step[g];
+    if (below == y) return {};
+    const Hit before = starting(g, below);
+    return before.covers(y) ? before : Hit{};
+}
+
+}  // namespace
+
+std::uint32_t covering_entry(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t end) {
+    const std::uint32_t unit = world.unit_tokens(g, primary_form(world.group(g)));
+    const auto afresh = [&](std::uint8_t group, std::uint32_t s) { return starting_afresh(world, spec, group, s); };
+    const Hit hit = covering(world, g, end - unit, afresh);
+    return hit.until >= end ? hit.id : kNone;
+}
+
+std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
+                            std::uint32_t to) {
+    const auto afresh = [&](std::uint8_t group, std::uint32_t s) { return starting_afresh(world, spec, group, s); };
+    // What no reader can use (a fault spoiled it, or the weights or layout moved on) is no cover:
+    // a fresh write of it is published and takes its place in the index.
+    const auto sound = [&](std::uint32_t id) {
+        const Segment& s = world.segments[id];
+        if (!s.whole || s.stage == Stage::writing || s.stage == Stage::evicting || s.kv_version != world.kv_version ||
+            s.layout_id != world.current_layout(g))
+            return false;
+        if (s.slot != kNone && world.slots[s.slot].address % kAlignBytes != 0) return false;
+        if (s.form != Form::indexer_state) return true;
+        const auto kv_group = static_cast<std::uint8_t>(world.group(g).indexed_group);
+        const std::uint32_t kv = covering_entry(world, spec, kv_group, world.start_of(s) + world.group(g).block_tokens);
+        return kv != kNone && world.segments[kv].data_version() == s.indexed_version();
+    };
+    std::uint32_t x = from;
+    for (Hit hit = covering(world, g, x, afresh); x < to && hit.covers(x) && sound(hit.id); hit = next_at(world, g, x, afresh))
+        x = std::min(to, hit.until);
+    return x;
+}
+
+namespace {
+
 // The prefix index's answers for one request's prefixes, remembered for the rest of one lookup.
 // The world does not change during a lookup, yet the matcher asks for the same blocks several
 // times (each group's reach, the plan, the pass that allows loads), and each fresh answer costs
 // two key hashes and an index probe. Kept per group, tail flag and prefix length in the group's
 // blocks; a length off the group's block grid or past the request is looked up every time.
+// For an extent, how far it covers this request (matched_end) is remembered beside the answer.
 class PrefixFinds {
 public:
     PrefixFinds(const World& world, const RequestSpec& spec) : w_(world), spec_(spec) {
@@ -54,6 +174,7 @@ public:
             groups_.push_back({ids_.size(), blocks, grp.block_tokens});
             ids_.resize(ids_.size() + std::size_t{2} * blocks, kUnknown);
         }
+        until_.assign(ids_.size(), kUnknown);
     }
 
     // World::find of the prefix [0, tokens) of this request.
@@ -62,6 +183,24 @@ public:
         if (id == nullptr) return w_.find(spec_.key(tokens), g, tail);
         if (*id == kUnknown) *id = w_.find(spec_.key(tokens), g, tail);
         return *id;
+    }
+
+    // The entry whose first unit starts at `start`, and how far it covers this request.
+    Hit starting(std::uint8_t g, std::uint32_t start) {
+        const std::uint32_t end = start + w_.unit_tokens(g, primary_form(w_.group(g)));
+        const std::uint32_t id = find(end, g, false);
+        if (id == kNone) return {};
+        if (w_.segments[id].units() == 1) return {id, end};
+        std::uint32_t* until = remembered_until(end, g);
+        if (until == nullptr) return {id, matched_end(w_, spec_, w_.segments[id])};
+        if (*until == kUnknown) *until = matched_end(w_, spec_, w_.segments[id]);
+        return {id, *until};
+    }
+    Hit covering(std::uint8_t g, std::uint32_t x) {
+        return model::covering(w_, g, x, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
+    }
+    Hit next_at(std::uint8_t g, std::uint32_t y) {
+        return model::next_at(w_, g, y, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
     }
 
     // World::prefetch of the same cell, skipped when the answer is already known.
@@ -79,16 +218,26 @@ private:
     };
 
     std::uint32_t* remembered(std::uint32_t tokens, std::uint8_t g, bool tail) {
+        const std::size_t at = slot(tokens, g, tail);
+        return at == kNowhere ? nullptr : &ids_[at];
+    }
+    std::uint32_t* remembered_until(std::uint32_t tokens, std::uint8_t g) {
+        const std::size_t at = slot(tokens, g, false);
+        return at == kNowhere ? nullptr : &until_[at];
+    }
+    static constexpr std::size_t kNowhere = ~std::size_t{0};
+    std::size_t slot(std::uint32_t tokens, std::uint8_t g, bool tail) const {
         const Group& grp = groups_[g];
         const std::uint32_t block = tokens / grp.block_tokens;
-        if (block * grp.block_tokens != tokens || block >= grp.blocks) return nullptr;
-        return &ids_[grp.first + std::size_t{2} * block + (tail ? 1 : 0)];
+        if (block * grp.block_tokens != tokens || block >= grp.blocks) return kNowhere;
+        return grp.first + std::size_t{2} * block + (tail ? 1 : 0);
     }
 
     const World& w_;
     const RequestSpec& spec_;
     std::vector<Group> groups_;
-    std::vector<std::uint32_t> ids_;  // the answers, kUnknown until asked
+    std::vector<std::uint32_t> ids_;    // the answers, kUnknown until asked
+    std::vector<std::uint32_t> until_;  // beside an extent's answer: how far it covers this request
 };
 
 class Matcher {
@@ -130,12 +279,14 @@ private:
         return {id, s.epoch, s.slot, start, end, g, form};
     }
 
-    // Why a registered entry cannot be read now, or nullopt when it can (possibly after a load).
-    std::optional<MissReason> problem(std::uint32_t id, std::uint8_t g, bool* needs_load) const {
+    // Why a registered entry cannot be read over [start, end) now, or nullopt when it can
+    // (possibly after a load).
+    std::optional<MissReason> problem(std::uint32_t id, std::uint8_t g, std::uint32_t start, std::uint32_t end,
+                                      bool* needs_load) const {
         if (accept_all_) return std::nullopt;
         if (id == kNone) return MissReason::not_cached;
         const Segment& s = w_.segments[id];
-        if (w_.rollout == Rollout::intra_request && s.owner != spec_.reuse_scope) return MissReason::rollout;
+        if (w_.rollout == Rollout::intra_request && w_.owner_uid(s) != spec_.reuse_scope) return MissReason::rollout;
         if (s.stage == Stage::writing) return MissReason::writing;
         if (s.kv_version != w_.kv_version) return MissReason::version;
         if (d_.whole_segment_check && (!s.whole || s.stage == Stage::evicting)) return MissReason::partial_segment;
@@ -150,10 +301,14 @@ private:
             if (!comes_with_kv) *needs_load = true;
         }
         if (resident && d_.alignment_check && w_.slots[s.slot].address % kAlignBytes != 0) return MissReason::misaligned;
+        if (!units_retained(w_, s, start, end)) return MissReason::window_expired;
         if (w_.group(g).kind == GroupKind::indexer && d_.index_version_check) {
+            // The KV the index routes over: what the prefix index publishes for every unit read.
             const auto kv_group = static_cast<std::uint8_t>(w_.group(g).indexed_group);
-            const std::uint32_t kv = w_.find(s.key, kv_group, false);
-            if (kv == kNone || w_.segments[kv].data_version() != s.indexed_version()) return MissReason::index_stale;
+            for (Hit kv = finds_.covering(kv_group, start);; kv = finds_.next_at(kv_group, kv.until)) {
+                if (kv.id == kNone || w_.segments[kv.id].data_version() != s.indexed_version()) return MissReason::index_stale;
+                if (kv.until >= end) break;
+            }
         }
         return std::nullopt;
     }
@@ -163,7 +318,7 @@ private:
               std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads, Check* out,
               MissReason missing = MissReason::not_cached) const {
         bool needs_load = false;
-        if (auto p = problem(id, g, &needs_load)) {
+        if (auto p = problem(id, g, start, end, &needs_load)) {
             out->ok = false;
             out->miss = {g, form, *p == MissReason::not_cached ? missing : *p};
             return false;
@@ -180,10 +335,25 @@ private:
         Check c;
         const std::uint32_t block = w_.group(g).block_tokens;
         // The keys are consecutive and known in advance: fetch a batch of index cells at once.
-        for (std::uint32_t x = from / block * block, n = 0; x < to && n < kPrefetchBatch; x += block, ++n)
-            finds_.prefetch(x + block, g, false);
-        for (std::uint32_t x = from / block * block; x < to; x += block)
-            if (!take(finds_.find(x + block, g, false), g, form, x, x + block, plan, loads, &c, missing)) return c;
+        if (w_.extent_units[g] == 1)
+            for (std::uint32_t x = from / block * block, n = 0; x < to && n < kPrefetchBatch; x += block, ++n)
+                finds_.prefetch(x + block, g, false);
+        return take_pieces(g, form, from / block * block, to, plan, loads, missing);
+    }
+
+    // Takes [from, to) of group g as the pieces of the entries covering it, one piece an entry.
+    Check take_pieces(std::uint8_t g, Form form, std::uint32_t from, std::uint32_t to, std::vector<PlanEntry>* plan,
+                      std::vector<std::uint32_t>* loads, MissReason missing = MissReason::not_cached) const {
+        Check c;
+        const std::uint32_t unit = w_.unit_tokens(g, form);
+        Hit hit = finds_.covering(g, from);
+        for (std::uint32_t x = from; x < to;) {
+            // Nothing covers x: the lenient matcher reads the unit anyway and looks again after it.
+            const std::uint32_t end = hit.covers(x) ? std::min(to, hit.until) : x + unit;
+            if (!take(hit.covers(x) ? hit.id : kNone, g, form, x, end, plan, loads, &c, missing)) return c;
+            x = end;
+            if (x < to) hit = hit.covers(x) ? hit : hit.until == x ? finds_.next_at(g, x) : finds_.covering(g, x);
+        }
         return c;
     }
 
@@ -195,9 +365,8 @@ private:
         if (seg_len == grp.block_tokens) return check_blocks(g, 0, end, Form::compressed_kv, plan, loads);
         Check c;
         if (d_.tail_boundary_check || accept_all_) {
-            for (std::uint32_t x = 0; x < boundary; x += seg_len)
-                if (!take(finds_.find(x + seg_len, g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &c))
-                    return c;
+            c = take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
+            if (!c.ok) return c;
             for (std::uint32_t x = boundary; x < end; x += grp.block_tokens) {
                 const std::uint32_t id = finds_.find(x + grp.block_tokens, g, true);
                 if (!take(id, g, Form::uncompressed_tail, x, x + grp.block_tokens, nullptr, nullptr, &c)) return c;
@@ -216,7 +385,7 @@ private:
         while (tail_start > boundary) {
             const std::uint32_t id = finds_.find(tail_start, g, true);
             bool needs_load = false;
-            if (id == kNone || problem(id, g, &needs_load)) break;
+            if (id == kNone || problem(id, g, tail_start - grp.block_tokens, tail_start, &needs_load)) break;
             tail_start -= grp.block_tokens;
         }
         if (tail_start == end) {
@@ -225,9 +394,7 @@ private:
             c.miss = {g, Form::uncompressed_tail, MissReason::not_cached};
             return c;
         }
-        Check ignored;
-        for (std::uint32_t x = 0; x + seg_len <= boundary; x += seg_len)
-            if (!take(finds_.find(x + seg_len, g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &ignored)) break;
+        take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
         for (std::uint32_t x = tail_start; x < end; x += grp.block_tokens)
             take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens,
                  plan, loads, &c);
@@ -236,11 +403,7 @@ private:
 
     Check check_full_segments_only(std::uint8_t g, std::uint32_t boundary, std::vector<PlanEntry>* plan,
                                    std::vector<std::uint32_t>* loads) const {
-        Check c;
-        const std::uint32_t seg_len = w_.group(g).segment_tokens;
-        for (std::uint32_t x = 0; x < boundary; x += seg_len)
-            if (!take(finds_.find(x + seg_len, g, false), g, Form::compressed_kv, x, x + seg_len, plan, loads, &c)) return c;
-        return c;
+        return take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
     }
 
     Check check_window(std::uint8_t g, std::uint32_t len, std::uint32_t window_start, std::vector<PlanEntry>* plan,
@@ -253,15 +416,19 @@ private:
         // taken as valid now; the earlier window blocks are read whether or not they still exist.
         Check c;
         if (end == 0 || end <= window_start) return c;
-        if (!take(finds_.find(end, g, false), g, Form::swa_window, end - block, end, nullptr, nullptr, &c,
+        const Hit last = finds_.covering(g, end - block);
+        if (!take(last.covers(end - block) ? last.id : kNone, g, Form::swa_window, end - block, end, nullptr, nullptr, &c,
                   MissReason::window_expired))
             return c;
         if (plan == nullptr) return c;
-        for (std::uint32_t x = window_start / block * block; x < end; x += block) {
-            const std::uint32_t id = finds_.find(x + block, g, false);
-            plan->push_back(entry_for(id, x, x + block, g, Form::swa_window));
+        for (std::uint32_t x = window_start / block * block; x < end;) {
+            const Hit hit = finds_.covering(g, x);
+            const std::uint32_t piece_end = hit.covers(x) ? std::min(end, hit.until) : x + block;
+            plan->push_back(entry_for(hit.covers(x) ? hit.id : kNone, x, piece_end, g, Form::swa_window));
             bool needs_load = false;
-            if (id != kNone && !problem(id, g, &needs_load) && needs_load && loads != nullptr) loads->push_back(id);
+            if (hit.id != kNone && !problem(hit.id, g, x, piece_end, &needs_load) && needs_load && loads != nullptr)
+                loads->push_back(hit.id);
+            x = piece_end;
         }
         return c;
     }
@@ -295,8 +462,9 @@ std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint3
     const std::uint8_t g = primary_group(world);
     const CacheGroup& grp = world.group(g);
     std::uint32_t len = 0;
-    while (len + grp.segment_tokens <= cap && finds.find(len + grp.segment_tokens, g, false) != kNone)
-        len += grp.segment_tokens;
+    const std::uint32_t segments_cap = cap / grp.segment_tokens * grp.segment_tokens;
+    for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len); hit = finds.next_at(g, len))
+        len = std::min(segments_cap, hit.until);
     while (len + grp.block_tokens <= cap && finds.find(len + grp.block_tokens, g, true) != kNone)
         len += grp.block_tokens;
     return len;

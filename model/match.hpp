@@ -33,4 +33,24 @@ bool window_block_resumable(const World& world, const CacheGroup& group, std::ui
 // The index of the first full group: the group whose hashes a plain prefix lookup consults.
 std::uint8_t primary_group(const World& world);
 
+// How many units of an SWA entry some resume can read (window_block_resumable): what an entry
+// keeps once it is shed.
+std::uint32_t retained_units(const World& world, const Segment& seg);
+
+// Whether every unit of [start, end) of entry seg can be read: false when a shed SWA entry has
+// let go of a block in it.
+bool units_retained(const World& world, const Segment& seg, std::uint32_t start, std::uint32_t end);
+
+// The published entry of group g (not a tail) that covers the unit of `spec`'s prefix ending at
+// `end` tokens, or kNone: among the entries that may start in that unit's chunk at or before it
+// and whose writer's content equals spec's from their start through `end`, the one that starts
+// last. With one unit per entry this is the index lookup of that prefix.
+std::uint32_t covering_entry(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t end);
+
+// How far from `from` (a unit boundary) published entries of group g that hold spec's content,
+// whole and under the current weights and layout, cover its prefix without a gap, up to `to`;
+// `from` when none does. Writers of extents leave what is covered unpublished (write_range).
+std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
+                            std::uint32_t to);
+
 }  // namespace kvcheck::model

@@ -3,8 +3,8 @@
 // World, and restoring one into a scratch World reuses that World's buffers (docs/checker.md).
 //
 // What stays fixed for a run (the model config and what is derived from it, the defenses, the
-// limits, the rollout mode and the request specs) is not encoded: a codec is built from the
-// run's initial World and restores only into Worlds of that run.
+// limits, the rollout mode, the request specs and their writers entries) is not encoded: a codec
+// is built from the run's initial World and restores only into Worlds of that run.
 #pragma once
 
 #include <cstddef>

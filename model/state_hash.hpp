@@ -47,16 +47,18 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
     for_each_live([&](std::uint32_t id) {
         const Segment& s = w.segments[id];
         a.add(s.key ^ label(id));
-        // A segment's start and anchor are functions of its end, group, form and tail flag
-        // (World::start_of, World::anchor_of), so hashing those covers them.
-        // The writer (owner) steers rollout reuse and the SWA release.
-        a.add((std::uint64_t{s.owner} << 32) | s.end);
-        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.data_version()} << 32) |
-              (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
+        // A segment's start and anchor are functions of its end, unit count, group, form and
+        // tail flag (World::start_of, World::anchor_of), so hashing those covers them.
+        // The writer steers rollout reuse and the SWA release; it is hashed by request uid, as
+        // writers entries are numbered in the order requests arrive.
+        a.add((std::uint64_t{w.owner_uid(s)} << 32) | s.end);
+        a.add((std::uint64_t{s.kv_version} << 48) | (std::uint64_t{s.extra_units} << 40) |
+              (std::uint64_t{s.data_version()} << 32) | (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
         a.add((std::uint64_t{s.slot} << 32) | s.disk);
         a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
               (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{static_cast<std::uint8_t>(s.form)} << 8) |
-              (std::uint64_t{s.published} << 3) | (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1));
+              (std::uint64_t{s.published} << 3) | (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1) |
+              std::uint64_t{s.shed});
     });
     for (std::uint32_t head : w.lru_head) {  // LRU order decides future evictions
         for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(label(id));

@@ -64,12 +64,12 @@ void capture(World& w, std::uint32_t r) {
 
 // Creates one segment this request writes, pinned by it. False when admission refused it.
 bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uint32_t start, std::uint32_t end,
-                  std::uint64_t key, std::uint32_t anchor, StepOutcome& out) {
+                  std::uint64_t key, std::uint32_t anchor, bool duplicate, StepOutcome& out) {
     Request& q = w.requests[r];
     // The log appends to the outcome's list in place: a log of its own would allocate per entry.
     AdmissionLog log;
     log.evicted.swap(out.evicted);
-    const std::uint32_t id = create_segment(w, g, form, start, end, key, q.spec->uid, &log);
+    const std::uint32_t id = create_segment(w, g, form, start, end, key, q.writer, &log);
     log.evicted.swap(out.evicted);
     if (id == kNone) {
         q.uncached = true;
@@ -77,9 +77,38 @@ bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
         return false;
     }
     KV_ASSERT_EQ(w.anchor_of(w.segments[id]), anchor, "a segment's anchor is derived from its end, group and form");
+    w.segments[id].duplicate = duplicate;
     q.owned.push_back(id);
     hold(w, q, id);
     return true;
+}
+
+// Creates the entries of group g for its units ending at first_end, first_end + unit, ... up to
+// `last_end`. With one unit per entry, one entry a unit. Extents: one entry per run of units that
+// stays within one chunk and on one side of `cut` (so that what the writer still attends to
+// after this write is an entry of its own); the units another published entry already holds for
+// this content (covered_until, down to the step grid) are duplicates the writer never publishes,
+// as an engine that finds a block's hash cached keeps the cached block.
+void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uint32_t first_end, std::uint32_t last_end,
+                  std::uint32_t cut, std::uint32_t anchor, StepOutcome& out) {
+    Request& q = w.requests[r];
+    const std::uint32_t unit = w.unit_tokens(g, form);
+    const std::uint32_t first = first_end - unit;
+    if (w.extent_units_of(g, form) == 1) {
+        for (std::uint32_t e = first_end; e <= last_end && !q.uncached; e += unit)
+            create_owned(w, r, g, form, e - unit, e, q.spec->key(e), anchor, false, out);
+        return;
+    }
+    const std::uint32_t step = w.extent_step[g];
+    const std::uint32_t duplicate_end = covered_until(w, *q.spec, g, first, last_end / unit * unit) / step * step;
+    const std::uint32_t cut_end = cut / step * step;  // units ending at or before it lie before the cut
+    for (std::uint32_t start = first; start + unit <= last_end && !q.uncached;) {
+        std::uint32_t end = std::min(w.chunk_start(g, form, start) + w.extent_units_of(g, form) * unit, last_end / unit * unit);
+        for (std::uint32_t split : {duplicate_end, cut_end})
+            if (start < split && split < end) end = split;
+        create_owned(w, r, g, form, start, end, q.spec->key(start + unit), anchor, end <= duplicate_end, out);
+        start = end;
+    }
 }
 
 // Registers the segments for tokens (from, to] becoming computed, group by group.
@@ -94,26 +123,27 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
             case GroupKind::full: {
                 const std::uint32_t seg_len = grp.segment_tokens;
                 const std::uint32_t boundary = to / seg_len * seg_len;
-                for (std::uint32_t e = (from / seg_len + 1) * seg_len; e <= to && !q.uncached; e += seg_len)
-                    create_owned(w, r, g, Form::compressed_kv, e - seg_len, e, spec.key(e), 0, out);
+                create_units(w, r, g, Form::compressed_kv, (from / seg_len + 1) * seg_len, to, 0, 0, out);
                 if (seg_len == block) break;
                 for (std::uint32_t e = std::max(first_end, boundary + block); e <= to && !q.uncached; e += block)
-                    create_owned(w, r, g, Form::uncompressed_tail, e - block, e, spec.key(e), boundary, out);
+                    create_owned(w, r, g, Form::uncompressed_tail, e - block, e, spec.key(e), boundary, false, out);
                 break;
             }
             case GroupKind::swa:
-            case GroupKind::chunked:
-            case GroupKind::indexer:
-                for (std::uint32_t e = first_end; e <= to && !q.uncached; e += block)
-                    create_owned(w, r, g, primary_form(grp), e - block, e, spec.key(e), 0, out);
+                // A window block passes once the position is a window past its end (slide()).
+                create_units(w, r, g, Form::swa_window, first_end, to, to > grp.window_tokens ? to - grp.window_tokens : 0, 0, out);
                 break;
+            case GroupKind::chunked:
+                create_units(w, r, g, Form::swa_window, first_end, to, to / grp.window_tokens * grp.window_tokens, 0, out);
+                break;
+            case GroupKind::indexer: create_units(w, r, g, Form::indexer_state, first_end, to, 0, 0, out); break;
             case GroupKind::linear:
                 for (std::uint32_t p = first_end; p <= to && !q.uncached; p += block) {
                     // Mutant `min-block-size-index`: the checkpoint's block number is counted in the
                     // smallest block size of all groups, then read back in the group's own size.
                     const std::uint32_t at = w.defenses.own_block_size_index ? p : p / w.derived.min_block_tokens * block;
                     if (at > spec.input_tokens + spec.output_tokens) continue;
-                    create_owned(w, r, g, Form::linear_state, 0, at, spec.key(at), p, out);
+                    create_owned(w, r, g, Form::linear_state, 0, at, spec.key(at), p, false, out);
                 }
                 break;
         }
@@ -125,7 +155,9 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
 // released at slide time").
 bool private_window_block(const World& w, const Segment& s) {
     const CacheGroup& grp = w.group(s.group);
-    return grp.kind == GroupKind::swa && !window_block_resumable(w, grp, s.end);
+    if (grp.kind != GroupKind::swa) return false;
+    if (s.units() == 1) return !window_block_resumable(w, grp, s.end);
+    return retained_units(w, s) == 0;
 }
 
 // How many entries ahead complete_writes fetches index cells and slots; rows twice as far ahead.
@@ -140,7 +172,7 @@ void complete_writes(World& w, std::uint32_t r) {
     // once would outrun the outstanding misses a core can track.
     const auto prefetch = [&](std::uint32_t id) {
         const Segment& s = w.segments[id];
-        if (!private_window_block(w, s)) w.prefetch(s.key, s.group, s.is_tail);
+        if (!s.duplicate && !private_window_block(w, s)) w.prefetch(s.key, s.group, s.is_tail);
         if (w.group(s.group).kind == GroupKind::indexer)
             w.prefetch(s.key, static_cast<std::uint8_t>(w.group(s.group).indexed_group), false);
         if (s.slot != kNone) __builtin_prefetch(&w.slots[s.slot], 1);
@@ -153,28 +185,35 @@ void complete_writes(World& w, std::uint32_t r) {
         if (i + kWriteAhead < n) prefetch(q.owned[i + kWriteAhead]);
         const std::uint32_t id = q.owned[i];
         Segment& s = w.segments[id];
-        if (!s.live || s.owner != q.spec->uid || s.slot == kNone) continue;
+        if (!s.live || s.writer != q.writer || s.slot == kNone) continue;
         if (s.stage != Stage::writing && !(s.stage == Stage::ready && w.slots[s.slot].content == 0)) continue;
         if (w.group(s.group).kind == GroupKind::indexer) {
             const auto kv_group = static_cast<std::uint8_t>(w.group(s.group).indexed_group);
-            const std::uint32_t kv = w.find(s.key, kv_group, false);
+            const std::uint32_t kv = covering_entry(w, *q.spec, kv_group, w.start_of(s) + w.group(s.group).block_tokens);
             s.set_indexed_version(kv == kNone ? 0 : w.segments[kv].data_version());
         }
         w.slots[s.slot].content = written_content(w, *q.spec, s);
         s.stage = Stage::ready;
-        if (!private_window_block(w, s)) publish(w, id);
+        if (!s.duplicate && !private_window_block(w, s)) publish(w, id);
         touch(w, id);
     }
     q.owned.clear();
 }
 
-// Releases a block the request just let go of when it wrote it and nobody can read it again.
+// Releases a block the request just let go of when it wrote it and nobody can read it again;
+// an SWA extent that some resume can read keeps only those blocks (shed).
 void release_if_unread(World& w, const Request& q, std::uint32_t id, StepOutcome& out) {
     const Segment& s = w.segments[id];
-    const bool unread = s.is_tail || private_window_block(w, s);
-    if (unread && s.owner == q.spec->uid && s.pins == 0 && s.stage == Stage::ready) {
+    if (s.writer != q.writer || s.stage != Stage::ready) return;
+    const bool unread = s.is_tail || s.duplicate || private_window_block(w, s);
+    if (unread && s.pins == 0) {
         out.evicted.push_back({s.form, w.bytes_of(s)});
         free_segment(w, id);
+    } else if (!unread && s.units() > 1 && s.form == Form::swa_window && w.group(s.group).kind == GroupKind::swa &&
+               !s.shed && s.slot != kNone && s.disk == kNone && retained_units(w, s) < s.units()) {
+        const std::uint64_t before = w.bytes_of(s);
+        shed(w, id);
+        out.evicted.push_back({s.form, before - w.bytes_of(s)});
     }
 }
 
@@ -301,7 +340,7 @@ void do_allocate(World& w, std::uint32_t r, StepOutcome& out) {
         // Mutant `hash-before-complete`: the hash goes out with the allocation, before the content.
         for (std::uint32_t id : q.owned) {
             w.segments[id].stage = Stage::ready;
-            publish(w, id);
+            if (!w.segments[id].duplicate) publish(w, id);
             refresh_evictable(w, id);
         }
     }
@@ -335,7 +374,8 @@ void do_finish(World& w, std::uint32_t r, StepOutcome& out) {
     release_graph(w, r);
     for (std::uint32_t id : q.pinned) {
         unpin(w, id);
-        if (private_window_block(w, w.segments[id])) release_if_unread(w, q, id, out);
+        const Segment& s = w.segments[id];
+        if (s.duplicate || w.group(s.group).kind == GroupKind::swa) release_if_unread(w, q, id, out);
     }
     q.pinned.clear();
     q.plan.clear();
@@ -464,7 +504,9 @@ StepOutcome apply_offered(World& w, const Step& step) {
             start_offload(w, t, out);
             // The indexer pages share the KV block's table entry, so they go to disk with it.
             const std::uint8_t ig = indexer_of(w, w.segments[t].group);
-            const std::uint32_t partner = ig == 0xFF ? kNone : w.find(w.segments[t].key, ig, false);
+            const Segment& kv = w.segments[t];
+            const std::uint32_t partner =
+                ig == 0xFF ? kNone : covering_entry(w, w.writer_spec(kv), ig, w.start_of(kv) + w.group(ig).block_tokens);
             if (partner != kNone && segment_enabled(w, {StepKind::offload, partner, 0})) start_offload(w, partner, out);
             break;
         }

@@ -106,7 +106,7 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
         if (!w.defenses.restore_index_with_kv && ig != 0xFF) {
             // Mutant `kv-without-index`: the indexer pages come back as empty pages that claim to
             // index this KV.
-            const std::uint32_t partner = w.find(s.key, ig, false);
+            const std::uint32_t partner = covering_entry(w, w.writer_spec(s), ig, w.start_of(s) + w.group(ig).block_tokens);
             if (partner != kNone && w.segments[partner].stage == Stage::on_disk && admit_slot(w, partner, nullptr)) {
                 Segment& p = w.segments[partner];
                 free_disk(w, p.disk);

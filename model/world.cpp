@@ -2,8 +2,10 @@
 #include "model/world.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "model/core.hpp"
+#include "model/match.hpp"
 #include "model/state_hash.hpp"
 
 namespace kvcheck::model {
@@ -104,6 +106,16 @@ World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, L
     layout_shift.assign(config->groups.size(), 0);
     lru_head.assign(config->groups.size() * 2, kNone);
     lru_tail.assign(config->groups.size() * 2, kNone);
+    for (std::uint8_t g = 0; g < config->groups.size(); ++g) {
+        // The most units, within extent_tokens and kExtentUnitsMax, whose span is a multiple of
+        // both the LCM grain and the unit, so that chunk starts lie on every policy's step grid.
+        const std::uint32_t unit = unit_tokens(g, primary_form(config->groups[g]));
+        const std::uint64_t grid = std::lcm(std::uint64_t{derived.lcm_tokens}, std::uint64_t{unit});
+        std::uint32_t units = std::min<std::uint32_t>(limits.extent_tokens / unit, kExtentUnitsMax);
+        while (units > 1 && std::uint64_t{units} * unit % grid != 0) --units;
+        extent_units.push_back(std::max<std::uint32_t>(units, 1));
+        extent_step.push_back(std::lcm(resume_grain(*this), unit));
+    }
 }
 
 std::uint16_t World::current_layout(std::uint8_t g) const {
@@ -124,11 +136,11 @@ void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const
 
 std::uint64_t World::bytes_of(const Segment& seg) const {
     const GroupBytes& b = derived.group_bytes[seg.group];
-    const std::uint32_t tokens = seg.end - start_of(seg);
     // Tail blocks hold raw, uncompressed KV whatever the group's compression ratio.
-    if (seg.is_tail) return tokens * b.raw_bytes_per_token;
-    if (tokens == b.usual_tokens || b.size_fixed) return b.usual_bytes;
-    return segment_bytes(config->groups[seg.group], tokens);
+    if (seg.is_tail) return (seg.end - start_of(seg)) * b.raw_bytes_per_token;
+    if (b.size_fixed) return b.usual_bytes;
+    KV_ASSERT_EQ(unit_tokens(seg.group, seg.form), b.usual_tokens, "an entry's unit is its group's usual entry");
+    return std::uint64_t{seg.shed ? retained_units(*this, seg) : seg.units()} * b.usual_bytes;
 }
 
 std::uint32_t World::anchor_of(const Segment& seg) const {
@@ -148,6 +160,15 @@ std::uint32_t World::anchor_of(const Segment& seg) const {
 
 std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
     Request r;
+    Writer entry{spec, spec->uid, true};
+    if (!free_writers.empty()) {
+        r.writer = free_writers.back();
+        free_writers.pop_back();
+        writers[r.writer] = std::move(entry);
+    } else {
+        r.writer = static_cast<std::uint32_t>(writers.size());
+        writers.push_back(std::move(entry));
+    }
     r.spec = std::move(spec);
     if (!free_requests.empty()) {
         const std::uint32_t slot = free_requests.back();
@@ -163,9 +184,23 @@ std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
 void World::release_request(std::uint32_t r) {
     Request& q = requests[r];
     KV_ASSERT(q.phase == Phase::done && q.pinned.empty() && !graphs[r].live, "release_request of a request still running");
+    writers[q.writer].request_live = false;
     q = Request{};
     q.phase = Phase::done;
     free_requests.push_back(r);
+    // A writer's entry outlives its request while a segment it wrote lives. Rather than count
+    // references on every segment's birth and death, released writers are swept once as many
+    // requests have been released as there are writers (amortised O(1) per request).
+    if (++writers_released < std::max<std::size_t>(64, writers.size())) return;
+    writers_released = 0;
+    std::vector<bool> named(writers.size(), false);
+    for (const Segment& seg : segments)
+        if (seg.live) named[seg.writer] = true;
+    for (std::uint32_t i = 0; i < writers.size(); ++i) {
+        if (writers[i].request_live || named[i] || writers[i].spec == nullptr) continue;
+        writers[i] = Writer{};
+        free_writers.push_back(i);
+    }
 }
 
 std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_t group, std::uint32_t start,

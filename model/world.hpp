@@ -20,24 +20,32 @@ inline constexpr std::uint64_t kAlignBytes = 256;        // VL4: kernels need 25
 inline constexpr std::uint64_t kStateEntryBytes = 64;    // RL1: what one state-table entry costs on the GPU
 inline constexpr std::uint8_t kNoLabel = 0xFF;
 
+struct RequestSpec;
+
 enum class Stage : std::uint8_t { writing, ready, evicting, offloading, on_disk, loading, freed };
 std::string_view stage_name(Stage stage);
 
-// One state-table entry: a stored segment of one cache group. The state
-// table's own GPU cost is counted by admission (RL1) at kStateEntryBytes per entry.
+// One state-table entry: a stored segment of one cache group, or an extent of several
+// consecutive units of one when the world's extent_tokens allows it (docs/invariants.md,
+// "Extents"). A unit is a compressed segment for compressed KV and a block for every other
+// form; tails and linear checkpoints are always one unit. The state table's own GPU cost is
+// counted by admission (RL1) at kStateEntryBytes per entry.
 // Packed to 48 bytes (docs/performance.md, proposal 6): the range's start and a tail's or linear
-// checkpoint's anchor are derived from `end`, the group and the form (World::start_of and
-// World::anchor_of, checked against the values given when the entry is created), and the two
-// F3 versions share one field, since a segment is either KV or indexer state, never both.
+// checkpoint's anchor are derived from `end`, the unit count, the group and the form
+// (World::start_of and World::anchor_of, checked against the values given when the entry is
+// created), and the two F3 versions share one field, since a segment is either KV or indexer
+// state, never both.
 struct Segment {
-    std::uint64_t key = 0;         // content key of the token prefix [0, end)
+    // Index key: the content key of the prefix that ends with its first unit (for an entry of
+    // one unit, the prefix [0, end)).
+    std::uint64_t key = 0;
     std::uint32_t lru_prev = kNone;  // neighbours in its form's eviction list (oldest first)
     std::uint32_t lru_next = kNone;
     std::uint32_t end = 0;         // token range covered ends here; World::start_of gives its start
     std::uint32_t epoch = 0;       // bumped on every eviction, offload, reload, migration and block loss
     std::uint32_t slot = kNone;    // GPU slot, kNone when not resident
     std::uint32_t disk = kNone;    // host/disk copy, kNone when none
-    std::uint32_t owner = kNone;   // request uid that wrote it (intra-request rollout)
+    std::uint32_t writer = kNone;  // World::writers entry of the request that wrote it
     std::uint16_t kv_version = 0;  // model config epoch when written
     std::uint16_t pins = 0;
     std::uint16_t graph_refs = 0;  // live captured graphs that bake this segment's address
@@ -50,21 +58,38 @@ struct Segment {
     bool live : 1 = false;         // entry in use
     bool is_tail : 1 = false;      // an uncompressed-tail block of a full group
     bool in_lru : 1 = false;       // sits in its form's eviction list
+    bool shed : 1 = false;         // SWA extent: its writer let go and the blocks no resume reads are gone
+    std::uint8_t extra_units = 0;  // units beyond the first: the entry covers extra_units + 1 units
+    // A unit range another published entry already held when it was written: its writer uses it
+    // and never publishes it (extents only; docs/invariants.md, "Extents").
+    bool duplicate : 1 = false;
 
+    std::uint32_t units() const { return std::uint32_t{extra_units} + 1; }
     // KV: the version of its content that an indexer records; always 0 for indexer state. (No
     // step rewrites content in place, so it is 0 for KV too; F3 skews indexed_version instead.)
     std::uint16_t data_version() const { return form == Form::indexer_state ? 0 : version_; }
     // Indexer: data_version of the KV it was built over; always 0 for every other form.
     std::uint16_t indexed_version() const { return form == Form::indexer_state ? version_ : 0; }
+    // Versions are small counters (F3 adds one per skew); one that would pass 127 stays at 127,
+    // so a skewed index never reads as fresh again.
     void set_indexed_version(std::uint16_t version) {
         KV_ASSERT(form == Form::indexer_state, "only indexer state records the KV version it indexes");
-        version_ = version;
+        version_ = static_cast<std::uint8_t>(version < 0x7F ? version : 0x7F) & 0x7F;
     }
 
 private:
-    std::uint16_t version_ = 0;    // data_version or indexed_version, by form
+    std::uint8_t version_ : 7 = 0;  // data_version or indexed_version, by form
 };
 static_assert(sizeof(Segment) <= 48, "a state-table entry must stay within 48 bytes");
+
+// The request that wrote a segment, kept while any segment it wrote lives: extents compare a
+// reader's content with their writer's beyond their index key (model/match.cpp), and rollout
+// and the SWA release ask who wrote a segment.
+struct Writer {
+    std::shared_ptr<const RequestSpec> spec;  // null while the entry is free
+    std::uint32_t uid = kNone;
+    bool request_live = false;  // its request has not been released yet
+};
 
 // One GPU block of a form's pool. `content` is the ground-truth tag of the bytes it holds.
 struct Slot {
@@ -160,6 +185,7 @@ struct Request {
     std::vector<PlanEntry> plan;       // what the read step will read
     std::vector<std::uint32_t> pinned; // segments this request holds a pin on
     std::vector<std::uint32_t> owned;  // segments it allocated and writes
+    std::uint32_t writer = kNone;      // its World::writers entry, fixed when it is added
 };
 
 enum class Rollout : std::uint8_t { off, intra_request, cross_request };
@@ -169,7 +195,12 @@ struct Limits {
     std::uint64_t disk_capacity_bytes = 1ULL << 40;
     std::uint8_t max_lookups = 3;      // lookups per request before it gives up on the cache
     bool capture_graphs = true;        // decode runs as captured graphs (RL4 applies)
+    // Tokens one state-table entry may cover per group (docs/invariants.md, "Extents"): whole
+    // units in chunks aligned to multiples of the span, which is cut down to a multiple of the
+    // LCM grain and the unit and to kExtentUnitsMax units; 0 (or too few tokens) is one entry a unit.
+    std::uint32_t extent_tokens = 0;
 };
+inline constexpr std::uint32_t kExtentUnitsMax = 256;  // Segment::extra_units is one byte
 
 struct World {
     std::shared_ptr<const ModelConfig> config;
@@ -181,6 +212,11 @@ struct World {
     std::uint16_t kv_version = 1;            // weights and quantisation version (F5)
     std::uint32_t config_epoch = 0;          // bumped by every F5 change; plans remember it
     std::vector<std::uint16_t> layout_shift;   // per group: added to the group's layout id (F5 layout change)
+
+    std::vector<std::uint32_t> extent_units;   // per group: units one entry may cover (1..kExtentUnitsMax)
+    // Per group: the tokens an extent's start is a multiple of, its chunk's start aside (the
+    // least common multiple of the resume grain and the group's unit; docs/invariants.md).
+    std::vector<std::uint32_t> extent_step;
 
     std::vector<Segment> segments;             // the state table; index = segment id
     std::vector<std::uint32_t> free_segment_ids;
@@ -196,6 +232,9 @@ struct World {
     // so that the lowest free slot is found with a bit scan; no free slot lies below word free_io_low.
     std::vector<std::uint64_t> free_io;
     std::size_t free_io_low = 0;
+    std::vector<Writer> writers;               // Segment::writer and Request::writer name entries here
+    std::vector<std::uint32_t> free_writers;
+    std::uint32_t writers_released = 0;        // releases since the last sweep of writers
     std::vector<Request> requests;             // slots; finished ones are recycled
     std::vector<std::uint32_t> free_requests;
     std::vector<Graph> graphs;                 // one per request slot
@@ -234,18 +273,35 @@ struct World {
         return s.key == content_key && s.group == g && s.is_tail == tail;
     }
     std::uint64_t bytes_of(const Segment& seg) const;
-    // Where a segment's token range starts: linear checkpoints cover [0, end), a compressed
-    // segment one segment before its end, every other entry one block (write_range's shapes).
+    // The tokens of one unit of a group's entries of this form: a compressed segment, else a block.
+    std::uint32_t unit_tokens(std::uint8_t g, Form form) const {
+        const CacheGroup& grp = config->groups[g];
+        return form == Form::compressed_kv ? grp.segment_tokens : grp.block_tokens;
+    }
+    // Units one entry of this group and form may cover: tails and linear checkpoints stay single.
+    std::uint32_t extent_units_of(std::uint8_t g, Form form) const {
+        return form == Form::uncompressed_tail || form == Form::linear_state ? 1 : extent_units[g];
+    }
+    // Where a segment's token range starts: linear checkpoints cover [0, end), every other entry
+    // its units before its end (write_range's shapes).
     std::uint32_t start_of(const Segment& seg) const {
         if (seg.form == Form::linear_state) return 0;
-        const CacheGroup& grp = config->groups[seg.group];
-        return seg.end - (seg.form == Form::compressed_kv ? grp.segment_tokens : grp.block_tokens);
+        return seg.end - seg.units() * unit_tokens(seg.group, seg.form);
     }
+    // The first token of the chunk a position lies in: an extent never crosses a multiple of
+    // extent_units_of units.
+    std::uint32_t chunk_start(std::uint8_t g, Form form, std::uint32_t position) const {
+        const std::uint32_t chunk = extent_units_of(g, form) * unit_tokens(g, form);
+        return position / chunk * chunk;
+    }
+    std::uint32_t owner_uid(const Segment& seg) const { return writers[seg.writer].uid; }
+    const RequestSpec& writer_spec(const Segment& seg) const { return *writers[seg.writer].spec; }
     // A tail block's compression boundary (the segment boundary its start lies in), a linear
     // checkpoint's state position, 0 for every other entry.
     std::uint32_t anchor_of(const Segment& seg) const;
     std::uint32_t add_request(std::shared_ptr<const RequestSpec> spec);
-    // Frees a finished request's slot for reuse (long traces keep memory bounded).
+    // Frees a finished request's slot for reuse (long traces keep memory bounded). Now and then
+    // it also frees the writers entries that neither a request nor a live segment names.
     void release_request(std::uint32_t r);
 };
 

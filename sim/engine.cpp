@@ -102,6 +102,7 @@ private:
         l.gpu_budget_bytes = s.gpu_budget_bytes;
         l.disk_capacity_bytes = s.host.capacity_bytes + s.disk.capacity_bytes;
         l.capture_graphs = s.capture_graphs;
+        l.extent_tokens = s.extent_tokens;
         return l;
     }
 

@@ -139,6 +139,7 @@ void parse_storage(const nlohmann::json& value, Scenario& s, Problems& problems)
     if (const nlohmann::json* d = f.raw("disk")) s.disk = parse_tier(*d, "/storage/disk", s.disk, problems);
     s.offload = f.flag("offload", s.offload);
     s.offload_watermark = f.number("offload_watermark", s.offload_watermark, 0.05, 1.0);
+    s.extent_tokens = static_cast<std::uint32_t>(f.unsigned_number("extent_tokens", s.extent_tokens, 0, 1 << 20));
     f.finish();
 }
 
@@ -225,6 +226,8 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
         s.scope.name = f.text("name", "custom");
         s.scope.content_block_tokens = static_cast<std::uint32_t>(f.unsigned_number("content_block_tokens", 16, 1, 1 << 20));
         s.scope.limits.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.scope.limits.gpu_budget_bytes, 1, 1ULL << 56);
+        s.scope.limits.extent_tokens =
+            static_cast<std::uint32_t>(f.unsigned_number("extent_tokens", s.scope.limits.extent_tokens, 0, 1 << 20));
         if (const nlohmann::json* reqs = f.raw("requests"); reqs != nullptr && reqs->is_array()) {
             for (std::size_t i = 0; i < reqs->size(); ++i) {
                 const std::string at = "/scope/requests/" + std::to_string(i);
@@ -363,15 +366,16 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
         if (model::enabled(w, step)) model::apply(w, step);
         list.push_back(item);
     }
+    nlohmann::json scope_json = {{"name", scope.name},
+                                 {"content_block_tokens", scope.content_block_tokens},
+                                 {"gpu_budget_bytes", scope.limits.gpu_budget_bytes},
+                                 {"requests", requests}};
+    if (scope.limits.extent_tokens != 0) scope_json["extent_tokens"] = scope.limits.extent_tokens;
     nlohmann::json doc = {{"name", "counterexample"},
                           {"description", description},
                           {"policy", policy},
                           {"model", {{"name", scope.model.name}, {"prefill_tokens_per_s", scope.model.prefill_tokens_per_s}, {"groups", groups}}},
-                          {"scope",
-                           {{"name", scope.name},
-                            {"content_block_tokens", scope.content_block_tokens},
-                            {"gpu_budget_bytes", scope.limits.gpu_budget_bytes},
-                            {"requests", requests}}},
+                          {"scope", scope_json},
                           {"steps", list}};
     if (expect != nullptr) {
         nlohmann::json e = nlohmann::json::object();

@@ -70,6 +70,7 @@ struct Scenario {
     TierConfig disk{4ULL << 40, 2, 200, 100};
     bool offload = true;                   // spill cold blocks to host/disk instead of dropping them
     double offload_watermark = 0.9;        // start offloading above this share of the GPU budget
+    std::uint32_t extent_tokens = 0;       // tokens one state-table entry may cover (model::Limits)
     bool capture_graphs = true;
 
     double prefill_tokens_per_s = 0;       // 0: the preset's figure

@@ -81,18 +81,22 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
                 source = {{"tokens", "request"}, {"start", e.form == model::Form::linear_state ? 0 : e.start}, {"end", e.end},
                           {"weights_version", w.kv_version}, {"layout", w.current_layout(e.group)},
                           {"index_weights_version", w.kv_version}};
-            } else if (writer != model::kNone && specs_.count(w.segments[writer].owner) != 0) {
+            } else if (writer != model::kNone && specs_.count(w.owner_uid(w.segments[writer])) != 0) {
                 const model::Segment& ws = w.segments[writer];
-                const model::RequestSpec& by = *specs_.at(ws.owner);
+                const model::RequestSpec& by = *specs_.at(w.owner_uid(ws));
                 const bool linear = ws.form == model::Form::linear_state;
-                const std::uint32_t end = linear ? w.anchor_of(ws) : ws.end;
+                // What the slot holds where the read looks: the read's part of an extent, or the
+                // whole entry when the read is not inside it.
+                const bool inside = !linear && w.start_of(ws) <= e.start && e.end <= ws.end;
+                const std::uint32_t start = inside ? e.start : w.start_of(ws);
+                const std::uint32_t end = linear ? w.anchor_of(ws) : inside ? e.end : ws.end;
                 std::uint32_t index_version = ws.kv_version;
                 if (ws.form == model::Form::indexer_state) {
                     const auto kv_group = static_cast<std::uint8_t>(w.group(ws.group).indexed_group);
-                    const std::uint32_t kv = w.find(ws.key, kv_group, false);
+                    const std::uint32_t kv = model::covering_entry(w, by, kv_group, start + w.group(ws.group).block_tokens);
                     if (kv == model::kNone || w.segments[kv].data_version() != ws.indexed_version()) index_version += 1000;
                 }
-                source = {{"tokens", tokens_of(by, end)}, {"start", w.start_of(ws)}, {"end", end},
+                source = {{"tokens", tokens_of(by, end)}, {"start", start}, {"end", end},
                           {"weights_version", ws.kv_version}, {"layout", ws.layout_id}, {"index_weights_version", index_version}};
                 if (slot.content == 0) damage = "unwritten";
                 else if (!ws.whole) damage = ws.stage == model::Stage::evicting ? "lost_half" : "lost_block";

@@ -46,6 +46,17 @@ TEST(Explorer, ValidatedIsCleanAtTheReferenceScope) {
     EXPECT_EQ(r.stuck_states, 0u);
 }
 
+// Proves the same with extents (docs/invariants.md, "Extents"): the reference scope with entries
+// of up to 64 tokens, where reads take parts of entries, rewrites are duplicates and tails and
+// checkpoints stay single.
+TEST(Explorer, ValidatedIsCleanAtTheExtentsScope) {
+    const sim::ExploreReport r = explore("extents", "validated");
+    EXPECT_TRUE(r.exhausted) << r.bound_hit;
+    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
+    EXPECT_EQ(r.stuck_states, 0u);
+    EXPECT_GT(r.states, 1'000'000u);
+}
+
 // Proves the explorer's machinery (states encoded into a chunk pool the two live levels share,
 // successors settled one state late, a keys-only visited set) visits exactly what a plain
 // breadth-first search over World values visits: the same states and transitions.

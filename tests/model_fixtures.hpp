@@ -32,11 +32,12 @@ constexpr std::uint8_t kIndexer = 3;  // indexer over c1
 constexpr std::uint8_t kLinear = 4;   // linear state, 32-token checkpoints
 
 inline World toy_world(std::string_view policy = "validated", std::uint64_t budget_bytes = 1 << 20,
-                Rollout rollout = Rollout::cross_request) {
+                Rollout rollout = Rollout::cross_request, std::uint32_t extent_tokens = 0) {
     const PolicyInfo* info = find_policy(policy);
     EXPECT_NE(info, nullptr) << policy;
     Limits limits;
     limits.gpu_budget_bytes = budget_bytes;
+    limits.extent_tokens = extent_tokens;
     return World(std::make_shared<ModelConfig>(*find_preset("toy")), info->defenses, limits, rollout);
 }
 

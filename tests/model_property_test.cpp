@@ -60,12 +60,14 @@ struct ScopeDraw {
     std::uint32_t max_background = 0;
     std::uint32_t rollout = 0;  // 0 cross_request, 1 intra_request, 2 off
     std::array<std::uint32_t, 5> actor_weights{};  // request, io, background, fault, config (see pick_step)
+    std::uint32_t extent_tokens = 0;  // model::Limits::extent_tokens: 0, or 64 or 128 (gen_extents)
 };
 
 void showValue(const ScopeDraw& d, std::ostream& os) {
     os << "budget_bytes=" << d.budget_bytes << " max_faults=" << d.max_faults << " max_background=" << d.max_background
        << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
-       << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} faults={";
+       << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} extent_tokens=" << d.extent_tokens
+       << " faults={";
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
     os << "} requests=[";
@@ -108,12 +110,25 @@ rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
                                                        : rc::gen::just<std::uint32_t>(0)));
 }
 
+// The same scopes with extents: entries of up to 64 or 128 tokens (four or eight 16-token blocks;
+// one or two 64-token compressed segments of the toy preset's c4 group).
+rc::Gen<ScopeDraw> gen_extents(bool vary_rollout) {
+    return rc::gen::mapcat(gen_scope(vary_rollout), [](ScopeDraw d) {
+        return rc::gen::map(rc::gen::element<std::uint32_t>(64, 128), [d](std::uint32_t tokens) {
+            ScopeDraw with = d;
+            with.extent_tokens = tokens;
+            return with;
+        });
+    });
+}
+
 sim::Scope build_scope(const ScopeDraw& d) {
     sim::Scope s;
     s.name = "property";
     s.model = *model::find_preset("toy");
     s.content_block_tokens = 16;
     s.limits.gpu_budget_bytes = d.budget_bytes;
+    s.limits.extent_tokens = d.extent_tokens;
     s.rollout = d.rollout == 1 ? model::Rollout::intra_request : d.rollout == 2 ? model::Rollout::off : model::Rollout::cross_request;
     s.step_kinds = sim::actor_kinds() | sim::background_kinds();
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
@@ -309,11 +324,11 @@ public:
 
 // Checks "no violation of `watch`" for `defenses`, deterministically from `seed`.
 Search search(const model::Defenses& defenses, const std::string& watch, bool vary_rollout, std::uint64_t seed, int max_success,
-              int max_size) {
+              int max_size, bool extents = false) {
     Search result;
     const auto started = std::chrono::steady_clock::now();
     const auto property = [&] {
-        const ScopeDraw draw = *rc::gen::resize(kFullSize, gen_scope(vary_rollout));
+        const ScopeDraw draw = *rc::gen::resize(kFullSize, extents ? gen_extents(vary_rollout) : gen_scope(vary_rollout));
         const std::vector<std::uint8_t> choices = *gen_choices();
         std::vector<std::uint32_t> arrivals;
         for (const RequestDraw& r : draw.requests) arrivals.push_back(r.arrival_step);
@@ -439,6 +454,24 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
     std::cout << "\n";
 }
 
+// (a') The same with extents (docs/invariants.md, "Extents"): state-table entries of several
+// blocks, duplicates, shed windows and reads of parts of an entry keep every invariant.
+TEST(ModelProperty, ValidatedNeverViolatesAnInvariantWithExtents) {
+    const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
+                            kFullSize, /*extents=*/true);
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_FALSE(s.found) << "seed=0x" << std::hex << kValidatedSeed << std::dec << ": case " << s.cases + 1
+                          << " violates, shrunk to\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+    for (int k = 0; k < model::kStepKindCount; ++k)
+        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u) << "step kind " << model::step_kind_name(static_cast<StepKind>(k))
+                                                              << " is rarely reached";
+    for (std::size_t v = 0; v < 4; ++v)
+        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
+    EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
+    std::cout << "validated with extents: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads
+              << " resumed reads, " << s.seconds << " s\n";
+}
+
 // (b) Each mutant is caught: RapidCheck finds a case violating the invariant the policy table
 // says the mutant breaks, and shrinks it to a short step sequence.
 class MutantProperty : public testing::TestWithParam<std::string> {};
@@ -458,3 +491,31 @@ TEST_P(MutantProperty, CaughtWithAShortCounterexample) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMutant, MutantProperty, testing::ValuesIn(mutant_names()), test_name);
+
+// (b') Each mutant is caught with extents too.
+class MutantPropertyWithExtents : public testing::TestWithParam<std::string> {};
+
+TEST_P(MutantPropertyWithExtents, CaughtWithAShortCounterexample) {
+    const model::PolicyInfo* p = model::find_policy(GetParam());
+    ASSERT_NE(p, nullptr);
+    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/false, kMutantSeed, kMutantCasesMax, kFullSize, /*extents=*/true);
+    ASSERT_TRUE(s.error.empty()) << s.error;
+    ASSERT_TRUE(s.found) << p->name << " not caught with extents in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed
+                         << std::dec << ", " << s.seconds << " s)";
+    EXPECT_TRUE(sim::violates(s.shrunk.violations, p->breaks));
+    EXPECT_LE(s.shrunk.steps.size(), kShortSteps) << "scope: " << s.draw << "\n" << format_run(s.shrunk);
+    std::cout << p->name << " with extents: caught after " << s.cases + 1 << " cases, shrunk to " << s.shrunk.steps.size()
+              << " steps, " << s.seconds << " s\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+}
+
+// Every mutant but no-swa-expiry: with extents a toy window (two 16-token blocks ending on the
+// 32-token grain) always lies inside one entry, which holds all of its blocks or none, so "the
+// window's last block is there" implies the rest and that mutant reads nothing it should not
+// (docs/invariants.md, "Extents"). Entries of one block catch it above.
+std::vector<std::string> extent_mutant_names() {
+    std::vector<std::string> out = mutant_names();
+    out.erase(std::remove(out.begin(), out.end(), "no-swa-expiry"), out.end());
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMutant, MutantPropertyWithExtents, testing::ValuesIn(extent_mutant_names()), test_name);

@@ -259,7 +259,7 @@ TEST(IndexerState, IndexJudgedAgainstTheKvTheReadTakes) {
         ok(w, kind, r);
     std::uint32_t swa_of_r1 = kNone;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id)
-        if (w.segments[id].live && w.segments[id].group == kSwa && w.start_of(w.segments[id]) == 0 && w.segments[id].owner == 1) swa_of_r1 = id;
+        if (w.segments[id].live && w.segments[id].group == kSwa && w.start_of(w.segments[id]) == 0 && w.owner_uid(w.segments[id]) == 1) swa_of_r1 = id;
     ASSERT_NE(swa_of_r1, kNone);
     ok(w, StepKind::offload, swa_of_r1);
     for (StepKind k : {StepKind::decode, StepKind::decode, StepKind::finish}) ok(w, k, r1);

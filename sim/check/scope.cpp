@@ -58,6 +58,14 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
+    if (name == "extents") {
+        // The reference scope with state-table entries of up to 64 tokens (docs/invariants.md,
+        // "Extents"): four blocks of c1, SWA and the indexer, one compressed segment of c4.
+        s = named_scope("reference");
+        s.name = name;
+        s.limits.extent_tokens = 64;
+        return s;
+    }
     if (name == "small") {
         s.requests = {{{1, 2, 3, 4}, 64, 16}, {{1, 2, 3, 4, 5}, 80, 0}};
         s.limits.gpu_budget_bytes = 30'000;
@@ -78,10 +86,10 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch)");
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch, extents)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch"}; }
+std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch", "extents"}; }
 
 model::World initial_world(const Scope& scope, const model::Defenses& defenses) {
     model::World w(std::make_shared<model::ModelConfig>(scope.model), defenses, scope.limits, scope.rollout);

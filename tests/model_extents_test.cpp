@@ -1,0 +1,165 @@
+// Unit tests of extents (docs/invariants.md, "Extents"): state-table entries that cover several
+// consecutive units of one group. Each test drives a small World through explicit steps with every
+// invariant checked (structural checks on) and asserts what the entries look like and what a
+// reader of part of an extent reads. The property tests (tests/model_property_test.cpp) and the
+// `extents` explorer scope (tests/checker_test.cpp) cover them at random and exhaustively.
+#include "tests/model_fixtures.hpp"
+
+using namespace kvcheck::model;
+using namespace kvcheck::model::fixtures;
+
+namespace {
+
+// The live entries of a group that are not tails, as [start, end) ranges in token order.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges(const World& w, std::uint8_t group) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    for (const Segment& s : w.segments)
+        if (s.live && s.group == group && !s.is_tail) out.emplace_back(w.start_of(s), s.end);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+using Ranges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+
+}  // namespace
+
+// A write becomes one entry per chunk of extent_tokens, cut where the writer's window still
+// attends after the write; with extent_tokens 0 it stays one entry per block.
+TEST(Extents, AWriteIsOneEntryPerChunk) {
+    World blocks = toy_world();
+    run_request(blocks, add(blocks, 1, ids(6), 96, 0));
+    EXPECT_EQ(ranges(blocks, kC1).size(), 6u);
+
+    World w = toy_world("validated", 1 << 20, Rollout::cross_request, 64);
+    EXPECT_EQ(w.extent_units[kC1], 4u);
+    EXPECT_EQ(w.extent_units[kC4], 1u) << "one 64-token compressed segment per entry";
+    const std::uint32_t a = add(w, 1, ids(6), 96, 0);
+    prefill(w, a);
+    EXPECT_EQ(ranges(w, kC1), (Ranges{{0, 64}, {64, 96}}));
+    EXPECT_EQ(ranges(w, kIndexer), (Ranges{{0, 64}, {64, 96}}));
+    EXPECT_EQ(ranges(w, kC4), (Ranges{{0, 64}}));
+    EXPECT_EQ(live_count(w, kC4, true), 2u) << "tail blocks stay one entry each";
+    // The window [64, 96) that decoding still attends to is an entry of its own.
+    EXPECT_EQ(ranges(w, kSwa), (Ranges{{0, 64}, {64, 96}}));
+    EXPECT_EQ(w.segments[seg(w, kC1, 0, 64)].units(), 4u);
+    ok(w, StepKind::finish, a);
+}
+
+// A reader that shares only part of an extent's content resumes inside it and reads that part;
+// the read is clean, and the plan names the extent with the part's range.
+TEST(Extents, AReaderResumesInsideAnExtent) {
+    World w = toy_world("validated", 1 << 20, Rollout::cross_request, 128);
+    run_request(w, add(w, 1, ids(8), 128, 0));
+    const std::uint32_t extent = seg(w, kC1, 0, 128);
+    ASSERT_NE(extent, kNone);
+    std::vector<std::uint64_t> other = ids(5);
+    for (std::uint64_t b : {901, 902, 903}) other.push_back(b);
+    const std::uint32_t b = add(w, 2, other, 128, 0);
+    const LookupResult r = lookup_step(w, b);
+    EXPECT_EQ(r.verdict, VerdictKind::resumable);
+    EXPECT_EQ(r.hash_hit_len, 80u) << "five shared 16-token blocks";
+    EXPECT_EQ(r.resume_len, 64u) << "80 shared tokens resume on the 32-token grain";
+    const auto piece = std::find_if(r.plan.begin(), r.plan.end(), [](const PlanEntry& e) { return e.group == kC1; });
+    ASSERT_NE(piece, r.plan.end());
+    EXPECT_EQ(piece->segment, extent);
+    EXPECT_EQ(piece->start, 0u);
+    EXPECT_EQ(piece->end, 64u);
+    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+        ok(w, k, b);
+}
+
+// F11 on an extent: the whole entry is no longer whole, validated refuses it, and a mutant that
+// reads a part of it anyway reads content that is not the ground truth (OR1) as well as FM1.
+TEST(Extents, ALostBlockSpoilsEveryPartOfTheExtent) {
+    for (const char* policy : {"validated", "partial-segment-ok"}) {
+        SCOPED_TRACE(policy);
+        World w = toy_world(policy, 1 << 20, Rollout::cross_request, 128);
+        run_request(w, add(w, 1, ids(8), 128, 0));
+        const std::uint32_t extent = seg(w, kC1, 0, 128);
+        ok(w, StepKind::lose_block, extent);
+        std::vector<std::uint64_t> other = ids(5);
+        for (std::uint64_t id : {901, 902, 903}) other.push_back(id);
+        const std::uint32_t b = add(w, 2, other, 128, 0);
+        const LookupResult r = lookup_step(w, b);
+        for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate}) ok(w, k, b);
+        if (std::string_view(policy) == "validated") {
+            EXPECT_TRUE(has_miss(r, kC1, MissReason::partial_segment));
+            EXPECT_FALSE(plan_reads(w.requests[b], extent));
+            ok(w, StepKind::read, b);
+        } else {
+            ASSERT_TRUE(plan_reads(w.requests[b], extent));
+            const std::set<std::string> broken = names(take(w, StepKind::read, b).violations);
+            EXPECT_TRUE(broken.count("FM1_segment_whole"));
+            EXPECT_TRUE(broken.count("OR1_ground_truth")) << "a part of a damaged extent is not its writer's content";
+        }
+    }
+}
+
+// A writer that recomputes a range another published entry already holds for the same content
+// writes it as a duplicate: used while it runs, never published, freed when it finishes. A later
+// reader walks the older extent and then the writer's new one.
+TEST(Extents, ARewrittenRangeIsAnUnpublishedDuplicate) {
+    World w = toy_world("validated", 1 << 20, Rollout::cross_request, 64);
+    run_request(w, add(w, 1, ids(6), 96, 0));
+    for (const auto& [start, end] : ranges(w, kSwa)) ok(w, StepKind::evict, seg(w, kSwa, start, end));
+    const std::uint32_t b = add(w, 2, ids(10), 160, 0);
+    const LookupResult r = lookup_step(w, b);
+    EXPECT_EQ(r.resume_len, 0u) << "no window survives, so nothing resumes";
+    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit}) ok(w, k, b);
+    std::size_t duplicates = 0;
+    for (const Segment& s : w.segments) {
+        if (!s.live || s.group != kC1 || w.owner_uid(s) != 2) continue;
+        EXPECT_EQ(s.duplicate, s.end <= 96) << "[" << w.start_of(s) << "," << s.end << ")";
+        EXPECT_EQ(s.published, !s.duplicate);
+        duplicates += s.duplicate ? 1 : 0;
+    }
+    EXPECT_EQ(duplicates, 2u);
+    ok(w, StepKind::finish, b);
+    for (const Segment& s : w.segments) EXPECT_FALSE(s.live && s.duplicate) << "a finished writer's duplicates are freed";
+    EXPECT_EQ(ranges(w, kC1), (Ranges{{0, 64}, {64, 96}, {96, 128}, {128, 160}})) << "its chunk is cut where the cover ended";
+
+    const std::uint32_t c = add(w, 3, ids(11), 176, 0);
+    const LookupResult again = lookup_step(w, c);
+    EXPECT_EQ(again.hash_hit_len, 160u) << "the walk goes on from the older extents into the newer one";
+}
+
+// An SWA extent its writer let go of keeps only the blocks some resume reads (DeepSeek-V4: the two
+// 64-token blocks before each 256-token grain point of a 128-token window). Reading a block it
+// shed reads nothing (OR1), and validated resumes on the grain from what is kept.
+TEST(Extents, AWindowExtentShedsTheBlocksNoResumeReads) {
+    const PolicyInfo& validated = *find_policy("validated");
+    Limits limits;
+    limits.extent_tokens = 4096;
+    World w(std::make_shared<ModelConfig>(*find_preset("deepseek-v4")), validated.defenses, limits, Rollout::cross_request);
+    constexpr std::uint8_t kDsSwa = 2;
+    const std::vector<std::uint64_t> blocks = ids(64);
+    const std::uint32_t a = add(w, 1, blocks, 1024, 0);
+    prefill(w, a);
+    const std::uint32_t passed = seg(w, kDsSwa, 0, 768);
+    ASSERT_NE(passed, kNone) << "the write is cut where the last window starts";
+    EXPECT_TRUE(w.segments[passed].shed);
+    EXPECT_EQ(retained_units(w, w.segments[passed]), 6u);
+    EXPECT_EQ(w.bytes_of(w.segments[passed]), 6 * w.derived.group_bytes[kDsSwa].usual_bytes);
+    EXPECT_TRUE(units_retained(w, w.segments[passed], 640, 768));
+    EXPECT_FALSE(units_retained(w, w.segments[passed], 576, 640));
+    const std::uint32_t held = seg(w, kDsSwa, 768, 1024);
+    ASSERT_NE(held, kNone);
+    EXPECT_FALSE(w.segments[held].shed) << "the window decoding attends to stays whole";
+    ok(w, StepKind::finish, a);
+
+    // A hand-made plan over shed blocks: the oracle sees nothing there.
+    const std::uint32_t reader = add(w, 2, blocks, 1024, 0);
+    Request& q = w.requests[reader];
+    q.resume_len = 768;
+    q.plan = {{passed, w.segments[passed].epoch, w.segments[passed].slot, 576, 704, kDsSwa, Form::swa_window}};
+    const std::vector<ReadFact> facts = read_facts(w, reader);
+    ASSERT_EQ(facts.size(), 1u);
+    EXPECT_NE(facts[0].expected, facts[0].actual);
+    q.plan = {{passed, w.segments[passed].epoch, w.segments[passed].slot, 640, 768, kDsSwa, Form::swa_window}};
+    EXPECT_EQ(read_facts(w, reader)[0].expected, read_facts(w, reader)[0].actual) << "kept blocks read their writer's content";
+    q.plan.clear();
+    q.resume_len = 0;
+
+    const LookupResult r = lookup_step(w, reader);
+    EXPECT_EQ(r.resume_len, 768u) << "1,023 tokens resume at the last grain point a kept window and a whole prefix allow";
+}
