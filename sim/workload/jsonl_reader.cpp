@@ -161,7 +161,10 @@ private:
         const json& value = field(object, key.c_str());
         if (!value.is_number_unsigned())
             fail_at(key, "expected an unsigned integer for \"" + key + "\", got " + describe(value));
-        const auto number = value.get<std::uint64_t>();
+        return at_most(key, value.get<std::uint64_t>(), max);
+    }
+
+    std::uint64_t at_most(const std::string& key, std::uint64_t number, std::uint64_t max) const {
         if (number > max)
             fail_at(key, "expected \"" + key + "\" at most " + std::to_string(max) + ", got " + std::to_string(number));
         return number;
@@ -169,12 +172,7 @@ private:
 
     void read_hash_ids(const json& ids, TraceRecord& out) const {
         if (!ids.is_array()) fail_at("hash_ids", "expected an array of unsigned integers for \"hash_ids\", got " + describe(ids));
-        const std::uint32_t expected = blocks_for(out.input_tokens, out.block_tokens);
-        if (ids.size() != expected)
-            fail_at("hash_ids", "expected " + std::to_string(expected) + (expected == 1 ? " hash id" : " hash ids") +
-                                    " for input_length " +
-                                    std::to_string(out.input_tokens) + " at " + std::to_string(out.block_tokens) +
-                                    " tokens per block, got " + std::to_string(ids.size()));
+        check_hash_id_count(ids.size(), out);
         out.block_ids.clear();
         for (std::size_t i = 0; i < ids.size(); ++i) {
             if (!ids[i].is_number_unsigned())
@@ -182,6 +180,15 @@ private:
                                         describe(ids[i]));
             out.block_ids.push_back(ids[i].get<std::uint64_t>());
         }
+    }
+
+    void check_hash_id_count(std::size_t count, const TraceRecord& out) const {
+        const std::uint32_t expected = blocks_for(out.input_tokens, out.block_tokens);
+        if (count != expected)
+            fail_at("hash_ids", "expected " + std::to_string(expected) + (expected == 1 ? " hash id" : " hash ids") +
+                                    " for input_length " +
+                                    std::to_string(out.input_tokens) + " at " + std::to_string(out.block_tokens) +
+                                    " tokens per block, got " + std::to_string(count));
     }
 
     std::uint64_t timestamp_ns(const json& value) const {
