@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/input_error.hpp"
+#include "sim/workload/jsonl_sax.hpp"
 #include "sim/workload/stats.hpp"
 #include "sim/workload/synth.hpp"
 #include "sim/workload/trace.hpp"
@@ -240,6 +241,128 @@ TEST_F(Workload, MalformedInputsAreReported) {
             EXPECT_NE(e.message().find(c.message), std::string::npos) << c.name << ": " << e.what();
         }
     }
+}
+
+// The line with a nested extra key before its closing brace: the fast path takes no nested
+// value, and the DOM path ignores unknown keys, so the copy reads through the DOM path alone.
+std::string through_dom(const std::string& line) {
+    std::string copy = line;
+    copy.insert(copy.rfind('}'), ", \"force_dom\": {\"nested\": 1}");
+    return copy;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& line : lines) text += line + "\n";
+    return text;
+}
+
+// Proves: the SAX fast path and the DOM path read every line of the usual shape alike. Each file
+// is read as written, every line through the fast path (detail::parse_flat_trace_line says so),
+// and again with each line sent to the DOM path; the records agree field for field, and a line
+// that fails a range check fails with the same place and message both ways.
+TEST_F(Workload, FastPathMatchesDomPath) {
+    std::string ids_32768;  // 16,777,216 tokens (kInputTokensMax) in 512-token blocks
+    for (std::uint64_t id = 0; id < 32768; ++id) {
+        if (id != 0) ids_32768 += ',';
+        ids_32768 += std::to_string(id * 1'000'003);
+    }
+    const std::vector<std::string> mooncake = {
+        R"({"timestamp": 0, "input_length": 1025, "output_length": 7, "hash_ids": [0, 1, 2]})",
+        R"({"timestamp":5,"input_length":512,"output_length":0,"hash_ids":[18446744073709551615]})",
+        " \t{ \"hash_ids\" : [ 3 ,\t4 ] , \"output_length\" : 16777216 , \"input_length\" : 513 , \"timestamp\" : 6 } \t\r",
+        R"({"timestamp": 7, "input_length": 0, "output_length": 1, "hash_ids": [], "note": "caf\u00e9 \"x\"", "n": null,)"
+        R"( "b": true, "f": -1.5e308, "i": -7, "u": 99999999999999999999999})",
+        R"({"time\u0073tamp": 18446744073709, "input_length": 1, "output_length": 2, "hash_ids": [0]})",
+        R"({"timestamp": 18446744073709, "input_length": 16777216, "output_length": 3, "hash_ids": [)" + ids_32768 + "]}",
+    };
+    const std::vector<std::string> general = {  // seconds, 16-token blocks: float and string timestamps too
+        R"({"timestamp": "1700000000.25", "input_length": 17, "output_length": 1, "hash_ids": [5, 9]})",
+        R"({"timestamp": 1700000000.5, "input_length": 16, "output_length": 2, "hash_ids": [5]})",
+        R"({"timestamp": 1.7000000015e9, "input_length": 33, "output_length": 0, "hash_ids": [5, 6, 7]})",
+        R"({"timestamp": 1700000002, "input_length": 0, "output_length": 3, "hash_ids": [], "extra": 1})",
+        R"({"timestamp": "1.7000000025e9", "input_length": 1, "output_length": 3, "hash_ids": [8]})",
+    };
+    const std::vector<std::pair<std::vector<std::string>, TraceOptions>> traces = {{mooncake, TraceOptions{}},
+                                                                                   {general, jsonl(TimeUnit::s, 16)}};
+    detail::FlatTraceLine flat;
+    for (std::size_t t = 0; t < traces.size(); ++t) {
+        const auto& [lines, options] = traces[t];
+        std::vector<std::string> dom_lines;
+        for (const std::string& line : lines) {
+            EXPECT_TRUE(detail::parse_flat_trace_line(line, options.format == TraceFormat::jsonl, flat)) << line.substr(0, 80);
+            dom_lines.push_back(through_dom(line));
+            EXPECT_FALSE(detail::parse_flat_trace_line(dom_lines.back(), true, flat)) << dom_lines.back().substr(0, 80);
+        }
+        const auto fast = read_all(write("fast" + std::to_string(t), joined(lines)), options);
+        const auto dom = read_all(write("dom" + std::to_string(t), joined(dom_lines)), options);
+        ASSERT_EQ(fast.size(), lines.size());
+        ASSERT_EQ(dom.size(), lines.size());
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            EXPECT_EQ(fast[i].arrival_ns, dom[i].arrival_ns) << t << ":" << i;
+            EXPECT_EQ(fast[i].input_tokens, dom[i].input_tokens) << t << ":" << i;
+            EXPECT_EQ(fast[i].output_tokens, dom[i].output_tokens) << t << ":" << i;
+            EXPECT_EQ(fast[i].block_tokens, dom[i].block_tokens) << t << ":" << i;
+            EXPECT_EQ(fast[i].block_ids, dom[i].block_ids) << t << ":" << i;
+            EXPECT_EQ(fast[i].line, dom[i].line) << t << ":" << i;
+        }
+    }
+    EXPECT_EQ(read_all(write("spot", joined(mooncake)), TraceOptions{})[5].block_ids[32767], std::uint64_t{32767} * 1'000'003);
+
+    // Lines of the fast path's shape that a check after parsing rejects (the last line of each).
+    const std::string ok = R"({"timestamp": 10, "input_length": 10, "output_length": 1, "hash_ids": [1]})";
+    const std::vector<std::pair<std::string, TraceOptions>> failing = {
+        {R"({"timestamp": 18446744073710, "input_length": 1, "output_length": 1, "hash_ids": [1]})", TraceOptions{}},
+        {R"({"timestamp": 10, "input_length": 16777217, "output_length": 1, "hash_ids": [1]})", TraceOptions{}},
+        {R"({"timestamp": 10, "input_length": 1, "output_length": 16777217, "hash_ids": [1]})", TraceOptions{}},
+        {R"({"timestamp": 10, "input_length": 1025, "output_length": 1, "hash_ids": [1, 2]})", TraceOptions{}},
+        {R"({"timestamp": 9, "input_length": 1, "output_length": 1, "hash_ids": [1]})", TraceOptions{}},
+        {R"({"timestamp": "soon", "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
+        {R"({"timestamp": -0.5, "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
+        {R"({"timestamp": 1e300, "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
+        {R"({"timestamp": "18446744073709.9", "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
+    };
+    for (std::size_t c = 0; c < failing.size(); ++c) {
+        const auto& [line, options] = failing[c];
+        EXPECT_TRUE(detail::parse_flat_trace_line(line, true, flat)) << line;
+        std::string fast_error;
+        std::string dom_error;
+        try {
+            read_all(write("fast_bad" + std::to_string(c), joined({ok, line})), options);
+        } catch (const InputError& e) {
+            fast_error = e.place() + ": " + e.message();
+        }
+        try {
+            read_all(write("dom_bad" + std::to_string(c), joined({ok, through_dom(line)})), options);
+        } catch (const InputError& e) {
+            dom_error = e.place() + ": " + e.message();
+        }
+        EXPECT_TRUE(fast_error.starts_with("2:")) << line << " -> " << fast_error;
+        EXPECT_EQ(fast_error, dom_error) << line;
+    }
+
+    // And lines the fast path leaves to the DOM path, good (repeated keys: the last one counts) or bad.
+    for (const char* line : {
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "timestamp": 2})",
+             R"({"x": 1, "timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "x": 2})",
+             R"({"timestamp": 1, "input_length": 1.0, "output_length": 1, "hash_ids": [1]})",
+             R"({"timestamp": 1, "input_length": "1", "output_length": 1, "hash_ids": [1]})",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [-1]})",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [[1]]})",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "x": [1]})",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": 1})",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1})",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1]} x)",
+             R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1e999]})",
+             R"({"timestamp": -0, "input_length": 1, "output_length": 1, "hash_ids": [1]})",
+             R"({"timestamp": null, "input_length": 1, "output_length": 1, "hash_ids": [1]})",
+             R"([{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1]}])",
+         })
+        EXPECT_FALSE(detail::parse_flat_trace_line(line, true, flat)) << line;
+    EXPECT_FALSE(detail::parse_flat_trace_line(general[1], false, flat)) << "Mooncake takes unsigned timestamps only";
+    const std::string repeated = R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "timestamp": 14})";
+    EXPECT_EQ(read_all(write("repeated", joined({ok, repeated})), TraceOptions{})[1].arrival_ns, 4'000'000u)
+        << "the last of repeated keys counts, as in the DOM (the first, 1 ms, would go back from 10 ms)";
 }
 
 // Proves: Mooncake refuses other units or block sizes instead of silently ignoring them, and
