@@ -30,20 +30,39 @@ bool window_block_resumable(const World& world, const CacheGroup& group, std::ui
     return first < group.window_tokens || (first - group.window_tokens) / group.block_tokens * group.block_tokens < end;
 }
 
+std::uint32_t resumable_blocks(const World& world, const CacheGroup& group, std::uint32_t from, std::uint32_t to) {
+    const std::uint64_t grain = resume_grain(world);
+    const std::uint64_t block = group.block_tokens;
+    if (grain % block != 0) {
+        std::uint32_t count = 0;
+        for (std::uint32_t e = from + group.block_tokens; e <= to; e += group.block_tokens)
+            if (window_block_resumable(world, group, e)) ++count;
+        return count;
+    }
+    // With grain points G on the block grid, the block ending at e (first grain point G >= e) is
+    // readable iff G < W or e > G - K, K the window rounded up to blocks: per grain period, all
+    // of its blocks while G < W, else the last min(K, grain) / block of them.
+    const std::uint64_t window = group.window_tokens;
+    const std::uint64_t kept = std::min(grain, (window + block - 1) / block * block);
+    const std::uint64_t early = (window + grain - 1) / grain - 1;  // periods i >= 1 with i * grain < W
+    const auto upto = [&](std::uint64_t x) {  // readable block ends in (0, x]
+        const std::uint64_t periods = x / grain;
+        std::uint64_t n = std::min(periods, early) * (grain / block) + (periods > early ? periods - early : 0) * (kept / block);
+        const std::uint64_t base = periods * grain;
+        const std::uint64_t next = base + grain;
+        const std::uint64_t low = next < window ? base : std::max(base, next - kept);
+        return n + (x > low ? (x - low) / block : 0);
+    };
+    return static_cast<std::uint32_t>(upto(to) - upto(from));
+}
+
 std::uint32_t retained_units(const World& world, const Segment& seg) {
-    const CacheGroup& grp = world.group(seg.group);
-    std::uint32_t kept = 0;
-    for (std::uint32_t e = world.start_of(seg) + grp.block_tokens; e <= seg.end; e += grp.block_tokens)
-        if (window_block_resumable(world, grp, e)) ++kept;
-    return kept;
+    return resumable_blocks(world, world.group(seg.group), world.start_of(seg), seg.end);
 }
 
 bool units_retained(const World& world, const Segment& seg, std::uint32_t start, std::uint32_t end) {
     if (!seg.shed) return true;
-    const CacheGroup& grp = world.group(seg.group);
-    for (std::uint32_t e = start + grp.block_tokens; e <= end; e += grp.block_tokens)
-        if (!window_block_resumable(world, grp, e)) return false;
-    return true;
+    return resumable_blocks(world, world.group(seg.group), start, end) == (end - start) / world.group(seg.group).block_tokens;
 }
 
 namespace {
@@ -54,6 +73,7 @@ constexpr std::uint32_t kPrefetchBatch = 8;
 struct Check {
     bool ok = true;
     Miss miss{};
+    std::uint32_t at = 0;  // when not ok: the first token it could not take
 };
 
 // The last unit end (tokens) through which `reader`'s content equals the writer's over entry e,
@@ -97,25 +117,12 @@ Hit starting_afresh(const World& w, const RequestSpec& spec, std::uint8_t g, std
     return {id, w.segments[id].units() == 1 ? end : matched_end(w, spec, w.segments[id])};
 }
 
-// The entries covering a range are found by walking it: the entry that covers its first unit
-// (covering: the one starting last among the starts an extent may have, the step grid of
-// World::extent_step within the unit's chunk), then at each entry's end the entry that starts
-// there (next_at), or the one starting on the step grid just before it, which a writer starts
-// where an older entry's cover ended off the grid (write_range). `starting(g, s)` answers for
-// one start, cached or afresh.
-template <typename Starting>
-Hit covering(const World& w, std::uint8_t g, std::uint32_t x, Starting&& starting) {
-    if (w.extent_units[g] == 1) return starting(g, x);
-    const std::uint32_t step = w.extent_step[g];
-    const std::uint32_t first = w.chunk_start(g, primary_form(w.group(g)), x);
-    for (std::uint32_t s = x / step * step + step; s > first;) {
-        s -= step;
-        const Hit hit = starting(g, s);
-        if (hit.covers(x)) return hit;
-    }
-    return {};
-}
-
+// The entries covering a range are found by walking it: at each entry's end the entry that
+// starts there (next_at), or the one starting on the step grid (World::extent_step) just before
+// it, which a writer starts where an older entry's cover ended off the grid (write_range). The
+// entry covering a unit no walk has reached yet (covering) is where such a walk from the unit's
+// chunk start arrives, stepping over a gap one grid point at a time (an extent starts on the
+// grid or at its chunk's start). `starting(g, s)` answers for one start, cached or afresh.
 template <typename Starting>
 Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting) {
     const Hit hit = starting(g, y);
@@ -124,6 +131,24 @@ Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting
     if (below == y) return {};
     const Hit before = starting(g, below);
     return before.covers(y) ? before : Hit{};
+}
+
+template <typename Starting>
+Hit covering(const World& w, std::uint8_t g, std::uint32_t x, Starting&& starting) {
+    if (w.extent_units[g] == 1) return starting(g, x);
+    const std::uint32_t step = w.extent_step[g];
+    std::uint32_t at = w.chunk_start(g, primary_form(w.group(g)), x);
+    for (Hit hit = starting(g, at);;) {
+        if (hit.covers(x)) return hit;
+        if (hit.id != kNone && hit.until > at) {
+            at = hit.until;
+            hit = next_at(w, g, at, starting);
+            if (hit.id != kNone) continue;
+        }
+        at = at / step * step + step;  // a gap: the next grid point
+        if (at > x) return {};
+        hit = starting(g, at);
+    }
 }
 
 }  // namespace
@@ -262,6 +287,15 @@ public:
 
     // The largest length <= len, on `grain`, at which group g is resumable; `why` gets the first failure.
     std::uint32_t reach(std::uint8_t g, std::uint32_t len, std::uint32_t grain, Miss* why) const {
+        const CacheGroup& grp = w_.group(g);
+        if ((grp.kind == GroupKind::full && grp.segment_tokens == grp.block_tokens) || grp.kind == GroupKind::indexer) {
+            // Every unit of a prefix is needed and each is usable or not on its own, so the group
+            // reaches the last grain point at or before the first unit it cannot take.
+            const Check c = check(g, len / grain * grain, nullptr, nullptr);
+            if (c.ok) return len / grain * grain;
+            if (why != nullptr) *why = c.miss;
+            return c.at / grain * grain;
+        }
         bool first = true;
         for (std::uint32_t x = len / grain * grain;; x -= grain) {
             const Check c = check(g, x, nullptr, nullptr);
@@ -282,7 +316,7 @@ private:
     // Why a registered entry cannot be read over [start, end) now, or nullopt when it can
     // (possibly after a load).
     std::optional<MissReason> problem(std::uint32_t id, std::uint8_t g, std::uint32_t start, std::uint32_t end,
-                                      bool* needs_load) const {
+                                      bool* needs_load, std::uint32_t* bad = nullptr) const {
         if (accept_all_) return std::nullopt;
         if (id == kNone) return MissReason::not_cached;
         const Segment& s = w_.segments[id];
@@ -305,9 +339,13 @@ private:
         if (w_.group(g).kind == GroupKind::indexer && d_.index_version_check) {
             // The KV the index routes over: what the prefix index publishes for every unit read.
             const auto kv_group = static_cast<std::uint8_t>(w_.group(g).indexed_group);
-            for (Hit kv = finds_.covering(kv_group, start);; kv = finds_.next_at(kv_group, kv.until)) {
-                if (kv.id == kNone || w_.segments[kv.id].data_version() != s.indexed_version()) return MissReason::index_stale;
-                if (kv.until >= end) break;
+            for (std::uint32_t x = start; x < end;) {
+                const Hit kv = x == start ? finds_.covering(kv_group, x) : finds_.next_at(kv_group, x);
+                if (kv.id == kNone || w_.segments[kv.id].data_version() != s.indexed_version()) {
+                    if (bad != nullptr) *bad = x;
+                    return MissReason::index_stale;
+                }
+                x = kv.until;
             }
         }
         return std::nullopt;
@@ -318,9 +356,11 @@ private:
               std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads, Check* out,
               MissReason missing = MissReason::not_cached) const {
         bool needs_load = false;
-        if (auto p = problem(id, g, start, end, &needs_load)) {
+        std::uint32_t bad = start;
+        if (auto p = problem(id, g, start, end, &needs_load, &bad)) {
             out->ok = false;
             out->miss = {g, form, *p == MissReason::not_cached ? missing : *p};
+            out->at = bad;
             return false;
         }
         if (plan != nullptr)

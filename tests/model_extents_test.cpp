@@ -163,3 +163,25 @@ TEST(Extents, AWindowExtentShedsTheBlocksNoResumeReads) {
     const LookupResult r = lookup_step(w, reader);
     EXPECT_EQ(r.resume_len, 768u) << "1,023 tokens resume at the last grain point a kept window and a whole prefix allow";
 }
+
+// resumable_blocks counts in closed form what window_block_resumable says block by block, for
+// every preset with a window group, under policies with each kind of resume grain.
+TEST(Extents, ResumableBlocksCountsWhatEachBlockSays) {
+    for (const ModelConfig& config : presets()) {
+        for (const char* policy : {"validated", "naive", "no-lcm"}) {
+            const World w(std::make_shared<ModelConfig>(config), find_policy(policy)->defenses, Limits{}, Rollout::cross_request);
+            for (std::uint8_t g = 0; g < config.groups.size(); ++g) {
+                const CacheGroup& grp = config.groups[g];
+                if (grp.kind != GroupKind::swa) continue;
+                SCOPED_TRACE(config.name + " " + policy);
+                const std::uint32_t b = grp.block_tokens;
+                for (std::uint32_t from = 0; from <= 24 * b; from += b)
+                    for (std::uint32_t to = from; to <= from + 40 * b; to += b) {
+                        std::uint32_t one_by_one = 0;
+                        for (std::uint32_t e = from + b; e <= to; e += b) one_by_one += window_block_resumable(w, grp, e) ? 1 : 0;
+                        ASSERT_EQ(resumable_blocks(w, grp, from, to), one_by_one) << "(" << from << ", " << to << "]";
+                    }
+            }
+        }
+    }
+}
