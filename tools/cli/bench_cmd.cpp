@@ -77,6 +77,7 @@ sim::Scenario bench_scenario(const std::string& trace) {
     s.disk = {1ULL << 40, 2, 200, 100};
     s.offload = true;
     s.offload_watermark = 0.85;
+    s.extent_tokens = 4096;
     s.decode_ms_per_token = 20;
     s.validate_gap_us = 50;
     s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
