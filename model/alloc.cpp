@@ -228,8 +228,9 @@ void free_segment(World& w, std::uint32_t id) {
     release_slot(w, id);
     if (s.disk != kNone) {
         free_disk(w, s.disk);
-        w.disk_used_bytes -= w.bytes_of(s);
-        w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= w.bytes_of(s);
+        const std::uint64_t bytes = w.bytes_of(s);
+        w.disk_used_bytes -= bytes;
+        w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= bytes;
         s.disk = kNone;
     }
     s.live = false;

@@ -16,11 +16,16 @@ std::uint8_t primary_group(const World& world) {
     KV_UNREACHABLE("config_problem() guarantees a full group");
 }
 
-std::uint32_t resume_grain(const World& world) {
-    const Defenses& d = world.defenses;
-    if (d.hash_hit_is_enough) return world.group(primary_group(world)).block_tokens;
-    return d.lcm_boundary ? world.derived.lcm_tokens : world.derived.min_block_tokens;
+std::uint32_t resume_grain_of(const ModelConfig& config, const Derived& derived, const Defenses& d) {
+    if (d.hash_hit_is_enough) {
+        for (const CacheGroup& g : config.groups)
+            if (g.kind == GroupKind::full) return g.block_tokens;
+        KV_UNREACHABLE("config_problem() guarantees a full group");
+    }
+    return d.lcm_boundary ? derived.lcm_tokens : derived.min_block_tokens;
 }
+
+std::uint32_t resume_grain(const World& world) { return world.grain_tokens; }
 
 bool window_block_resumable(const World& world, const CacheGroup& group, std::uint32_t end) {
     // The first grain point at or after `end` is the resume most likely to read the block; a
@@ -87,13 +92,20 @@ std::uint32_t matched_end(const World& w, const RequestSpec& reader, const Segme
     std::uint32_t matched = w.start_of(e);
     const std::uint32_t prompts = std::min(reader.input_tokens, writer.input_tokens) / unit * unit;
     std::uint32_t mismatch = std::min(e.end, prompts);  // a unit end that does not match, once bisecting
+    // Inside both prompts a prefix's key is its last content block's chain hash and its length,
+    // so the chains can be compared without hashing.
+    const std::uint32_t block = reader.content_block_tokens;
+    const auto same = [&](std::uint32_t t) {
+        return block == writer.content_block_tokens ? reader.chain[(t - 1) / block] == writer.chain[(t - 1) / block]
+                                                    : reader.key(t) == writer.key(t);
+    };
     if (mismatch > matched) {
-        if (reader.key(mismatch) == writer.key(mismatch)) {
+        if (same(mismatch)) {
             matched = mismatch;
         } else {
             while (mismatch - matched > unit) {
                 const std::uint32_t mid = matched + (mismatch - matched) / unit / 2 * unit;
-                (reader.key(mid) == writer.key(mid) ? matched : mismatch) = mid;
+                (same(mid) ? matched : mismatch) = mid;
             }
             return matched;
         }
@@ -120,9 +132,10 @@ Hit starting_afresh(const World& w, const RequestSpec& spec, std::uint8_t g, std
 // The entries covering a range are found by walking it: at each entry's end the entry that
 // starts there (next_at), or the one starting on the step grid (World::extent_step) just before
 // it, which a writer starts where an older entry's cover ended off the grid (write_range). The
-// entry covering a unit no walk has reached yet (covering) is where such a walk from the unit's
-// chunk start arrives, stepping over a gap one grid point at a time (an extent starts on the
-// grid or at its chunk's start). `starting(g, s)` answers for one start, cached or afresh.
+// entry covering a unit no walk has reached yet (covering) is the one starting there, or else
+// where such a walk from the unit's chunk start arrives, stepping over a gap one grid point at a
+// time (an extent starts on the grid or at its chunk's start). `starting(g, s)` answers for one
+// start, cached or afresh.
 template <typename Starting>
 Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting) {
     const Hit hit = starting(g, y);
@@ -135,7 +148,8 @@ Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting
 
 template <typename Starting>
 Hit covering(const World& w, std::uint8_t g, std::uint32_t x, Starting&& starting) {
-    if (w.extent_units[g] == 1) return starting(g, x);
+    const Hit here = starting(g, x);  // an entry starting at x comes first, as in next_at
+    if (here.covers(x) || w.extent_units[g] == 1) return here;
     const std::uint32_t step = w.extent_step[g];
     std::uint32_t at = w.chunk_start(g, primary_form(w.group(g)), x);
     for (Hit hit = starting(g, at);;) {
@@ -161,7 +175,7 @@ std::uint32_t covering_entry(const World& world, const RequestSpec& spec, std::u
 }
 
 std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
-                            std::uint32_t to) {
+                            std::uint32_t to, std::uint32_t before) {
     const auto afresh = [&](std::uint8_t group, std::uint32_t s) { return starting_afresh(world, spec, group, s); };
     // What no reader can use (a fault spoiled it, or the weights or layout moved on) is no cover:
     // a fresh write of it is published and takes its place in the index.
@@ -176,9 +190,11 @@ std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::ui
         const std::uint32_t kv = covering_entry(world, spec, kv_group, world.start_of(s) + world.group(g).block_tokens);
         return kv != kNone && world.segments[kv].data_version() == s.indexed_version();
     };
+    // The walk to `from` is known when the entry before it is: it goes on in that entry or after it.
+    Hit first = before == kNone ? covering(world, g, from, afresh) : Hit{before, matched_end(world, spec, world.segments[before])};
+    if (before != kNone && !first.covers(from)) first = next_at(world, g, from, afresh);
     std::uint32_t x = from;
-    for (Hit hit = covering(world, g, x, afresh); x < to && hit.covers(x) && sound(hit.id); hit = next_at(world, g, x, afresh))
-        x = std::min(to, hit.until);
+    for (Hit hit = first; x < to && hit.covers(x) && sound(hit.id); hit = next_at(world, g, x, afresh)) x = std::min(to, hit.until);
     return x;
 }
 
@@ -192,22 +208,32 @@ namespace {
 // For an extent, how far it covers this request (matched_end) is remembered beside the answer.
 class PrefixFinds {
 public:
+    // One lookup at a time per thread: the answers live in buffers the thread keeps.
     PrefixFinds(const World& world, const RequestSpec& spec) : w_(world), spec_(spec) {
         const std::uint32_t tokens = spec.input_tokens + spec.output_tokens;
-        for (const CacheGroup& grp : world.config->groups) {
+        groups_.clear();
+        std::size_t total = 0;
+        std::size_t chunks = 0;
+        for (std::uint8_t g = 0; g < world.config->groups.size(); ++g) {
+            const CacheGroup& grp = world.group(g);
             const std::uint32_t blocks = tokens / grp.block_tokens + 1;
-            groups_.push_back({ids_.size(), blocks, grp.block_tokens});
-            ids_.resize(ids_.size() + std::size_t{2} * blocks, kUnknown);
+            const std::uint32_t chunk_tokens = world.extent_units[g] * world.unit_tokens(g, primary_form(grp));
+            const std::uint32_t group_chunks = world.extent_units[g] == 1 ? 0 : tokens / chunk_tokens + 1;
+            groups_.push_back({total, blocks, grp.block_tokens, chunks, chunk_tokens, group_chunks});
+            total += std::size_t{2} * blocks;
+            chunks += group_chunks;
         }
-        until_.assign(ids_.size(), kUnknown);
+        answers_.assign(total, {kUnknown, kUnknown});
+        walks_.assign(chunks, {kUnknown, 0, 0, {}});
+        pieces_.clear();
     }
 
     // World::find of the prefix [0, tokens) of this request.
     std::uint32_t find(std::uint32_t tokens, std::uint8_t g, bool tail) {
-        std::uint32_t* id = remembered(tokens, g, tail);
-        if (id == nullptr) return w_.find(spec_.key(tokens), g, tail);
-        if (*id == kUnknown) *id = w_.find(spec_.key(tokens), g, tail);
-        return *id;
+        Answer* known = remembered(tokens, g, tail);
+        if (known == nullptr) return w_.find(spec_.key(tokens), g, tail);
+        if (known->id == kUnknown) known->id = w_.find(spec_.key(tokens), g, tail);
+        return known->id;
     }
 
     // The entry whose first unit starts at `start`, and how far it covers this request.
@@ -216,13 +242,25 @@ public:
         const std::uint32_t id = find(end, g, false);
         if (id == kNone) return {};
         if (w_.segments[id].units() == 1) return {id, end};
-        std::uint32_t* until = remembered_until(end, g);
-        if (until == nullptr) return {id, matched_end(w_, spec_, w_.segments[id])};
-        if (*until == kUnknown) *until = matched_end(w_, spec_, w_.segments[id]);
-        return {id, *until};
+        Answer* known = remembered(end, g, false);
+        if (known == nullptr) return {id, matched_end(w_, spec_, w_.segments[id])};
+        if (known->until == kUnknown) known->until = matched_end(w_, spec_, w_.segments[id]);
+        return {id, known->until};
     }
+    // model::covering, answered from the walk of x's chunk, taken once per lookup (the walk from a
+    // chunk's start is the same whichever unit of it is asked for).
     Hit covering(std::uint8_t g, std::uint32_t x) {
-        return model::covering(w_, g, x, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
+        const Hit here = starting(g, x);
+        if (here.covers(x) || w_.extent_units[g] == 1) return here;
+        const Group& grp = groups_[g];
+        const std::uint32_t chunk = x / grp.chunk_tokens;
+        if (chunk >= grp.chunks)
+            return model::covering(w_, g, x, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
+        Walk& walk = walks_[grp.first_chunk + chunk];
+        if (walk.first == kUnknown) start_walk(g, chunk * grp.chunk_tokens, walk);
+        for (std::uint32_t i = walk.first; i < walk.first + walk.count; ++i)
+            if (pieces_[i].from <= x && x < pieces_[i].until) return {pieces_[i].id, pieces_[i].until};
+        return extend_walk(g, x, walk);
     }
     Hit next_at(std::uint8_t g, std::uint32_t y) {
         return model::next_at(w_, g, y, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
@@ -230,40 +268,86 @@ public:
 
     // World::prefetch of the same cell, skipped when the answer is already known.
     void prefetch(std::uint32_t tokens, std::uint8_t g, bool tail) {
-        const std::uint32_t* id = remembered(tokens, g, tail);
-        if (id == nullptr || *id == kUnknown) w_.prefetch(spec_.key(tokens), g, tail);
+        const Answer* known = remembered(tokens, g, tail);
+        if (known == nullptr || known->id == kUnknown) w_.prefetch(spec_.key(tokens), g, tail);
     }
 
 private:
     static constexpr std::uint32_t kUnknown = kNone - 1;  // segment ids never come near it
     struct Group {
-        std::size_t first;  // its first entry in ids_
+        std::size_t first;  // its first entry in answers_
         std::uint32_t blocks;
         std::uint32_t block_tokens;
+        std::size_t first_chunk;  // its first entry in walks_
+        std::uint32_t chunk_tokens;
+        std::uint32_t chunks;     // 0 for a group of single units
+    };
+    struct Answer {
+        std::uint32_t id;     // the index's answer, kUnknown until asked
+        std::uint32_t until;  // for an extent: how far it covers this request, kUnknown until asked
+    };
+    // model::covering's walk from a chunk's start, as far as it has gone: the entries it met, in
+    // order (pieces_[first, first + count), room reserved for every piece the chunk can hold),
+    // where it stands and what it found there.
+    struct Walk {
+        std::uint32_t first;  // kUnknown until started
+        std::uint32_t count;
+        std::uint32_t at;
+        Hit hit;
+    };
+    struct Piece {
+        std::uint32_t from;
+        std::uint32_t until;
+        std::uint32_t id;
     };
 
-    std::uint32_t* remembered(std::uint32_t tokens, std::uint8_t g, bool tail) {
-        const std::size_t at = slot(tokens, g, tail);
-        return at == kNowhere ? nullptr : &ids_[at];
+    void start_walk(std::uint8_t g, std::uint32_t start, Walk& walk) {
+        walk.first = static_cast<std::uint32_t>(pieces_.size());
+        walk.count = 0;
+        // A piece starts at a grid point or where the one before it ended: at most two a grid step.
+        pieces_.resize(pieces_.size() + 2 * (groups_[g].chunk_tokens / w_.extent_step[g]) + 2);
+        walk.at = start;
+        walk.hit = starting(g, start);
     }
-    std::uint32_t* remembered_until(std::uint32_t tokens, std::uint8_t g) {
-        const std::size_t at = slot(tokens, g, false);
-        return at == kNowhere ? nullptr : &until_[at];
+
+    // Takes the walk on until it covers x (the entry covering it) or passes it (nothing does).
+    Hit extend_walk(std::uint8_t g, std::uint32_t x, Walk& walk) {
+        const std::uint32_t step = w_.extent_step[g];
+        while (walk.at <= x) {
+            if (walk.hit.until == kUnknown) walk.hit = starting(g, walk.at);  // a grid point not looked at yet
+            if (walk.hit.covers(walk.at)) {
+                const Hit found = walk.hit;
+                pieces_[walk.first + walk.count++] = {walk.at, found.until, found.id};
+                walk.at = found.until;
+                walk.hit = next_at(g, walk.at);
+                if (found.until > x) return found;
+                if (walk.hit.id != kNone) continue;
+            }
+            walk.at = walk.at / step * step + step;  // a gap: the next grid point
+            walk.hit = {kNone, kUnknown};
+        }
+        return {};
     }
-    static constexpr std::size_t kNowhere = ~std::size_t{0};
-    std::size_t slot(std::uint32_t tokens, std::uint8_t g, bool tail) const {
+
+    Answer* remembered(std::uint32_t tokens, std::uint8_t g, bool tail) {
         const Group& grp = groups_[g];
         const std::uint32_t block = tokens / grp.block_tokens;
-        if (block * grp.block_tokens != tokens || block >= grp.blocks) return kNowhere;
-        return grp.first + std::size_t{2} * block + (tail ? 1 : 0);
+        if (block * grp.block_tokens != tokens || block >= grp.blocks) return nullptr;
+        return &answers_[grp.first + std::size_t{2} * block + (tail ? 1 : 0)];
     }
 
     const World& w_;
     const RequestSpec& spec_;
-    std::vector<Group> groups_;
-    std::vector<std::uint32_t> ids_;    // the answers, kUnknown until asked
-    std::vector<std::uint32_t> until_;  // beside an extent's answer: how far it covers this request
+    static thread_local std::vector<Group> groups_;
+    static thread_local std::vector<Answer> answers_;
+    static thread_local std::vector<Walk> walks_;
+    static thread_local std::vector<Piece> pieces_;
 };
+
+thread_local std::vector<PrefixFinds::Group> PrefixFinds::groups_;
+thread_local std::vector<PrefixFinds::Answer> PrefixFinds::answers_;
+thread_local std::vector<PrefixFinds::Walk> PrefixFinds::walks_;
+thread_local std::vector<PrefixFinds::Piece> PrefixFinds::pieces_;
 
 class Matcher {
 public:

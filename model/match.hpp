@@ -25,6 +25,8 @@ LookupResult lookup(const World& world, const Request& request);
 // The lengths a resume can stop at under the policy in force: the LCM grain; the smallest block
 // for a policy that ignores it; the primary group's block for the plain hash-hit rule.
 std::uint32_t resume_grain(const World& world);
+// The same for a config and policy (what World's constructor keeps as World::grain_tokens).
+std::uint32_t resume_grain_of(const ModelConfig& config, const Derived& derived, const Defenses& defenses);
 
 // Whether some resume can read the SWA block of `group` ending at `end`: a resume at L reads the
 // window blocks from (L - W) / B * B up to L, and L stops only on the resume grain.
@@ -54,7 +56,8 @@ std::uint32_t covering_entry(const World& world, const RequestSpec& spec, std::u
 // How far from `from` (a unit boundary) published entries of group g that hold spec's content,
 // whole and under the current weights and layout, cover its prefix without a gap, up to `to`;
 // `from` when none does. Writers of extents leave what is covered unpublished (write_range).
+// `before`, when known, is the live entry covering spec's unit that ends at `from`.
 std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
-                            std::uint32_t to);
+                            std::uint32_t to, std::uint32_t before = kNone);
 
 }  // namespace kvcheck::model

@@ -100,7 +100,17 @@ void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
         return;
     }
     const std::uint32_t step = w.extent_step[g];
-    const std::uint32_t duplicate_end = covered_until(w, *q.spec, g, first, last_end / unit * unit) / step * step;
+    // A decode write holds generated tokens, which no other request's entries hold (they would
+    // need this very prompt); a prefill write may start where the plan it read ends.
+    std::uint32_t duplicate_end = 0;
+    if (first < q.spec->input_tokens) {
+        std::uint32_t before = kNone;
+        for (const PlanEntry& e : q.plan)
+            if (e.group == g && e.end == first && e.segment != kNone && w.segments[e.segment].live &&
+                w.segments[e.segment].epoch == e.epoch && !w.segments[e.segment].is_tail)
+                before = e.segment;
+        duplicate_end = covered_until(w, *q.spec, g, first, last_end / unit * unit, before) / step * step;
+    }
     const std::uint32_t cut_end = cut / step * step;  // units ending at or before it lie before the cut
     for (std::uint32_t start = first; start + unit <= last_end && !q.uncached;) {
         std::uint32_t end = std::min(w.chunk_start(g, form, start) + w.extent_units_of(g, form) * unit, last_end / unit * unit);
@@ -474,6 +484,10 @@ bool enabled(const World& w, const Step& step) {
     return false;
 }
 
+namespace {
+void offered_into(World& w, const Step& step, StepOutcome& out);
+}  // namespace
+
 StepOutcome apply(World& w, const Step& step) {
     KV_ASSERT(enabled(w, step), "apply() of a step that is not enabled: " + describe(w, step));
     return apply_offered(w, step);
@@ -481,6 +495,18 @@ StepOutcome apply(World& w, const Step& step) {
 
 StepOutcome apply_offered(World& w, const Step& step) {
     StepOutcome out;
+    offered_into(w, step, out);
+    return out;
+}
+
+void apply_into(World& w, const Step& step, StepOutcome& out) {
+    out.reset();
+    offered_into(w, step, out);
+}
+
+namespace {
+
+void offered_into(World& w, const Step& step, StepOutcome& out) {
     w.moved_under_graph = 0;
     w.cross_form_reuse = 0;
     const std::uint32_t t = step.target;
@@ -550,8 +576,9 @@ StepOutcome apply_offered(World& w, const Step& step) {
             break;
         }
     }
-    return out;
 }
+
+}  // namespace
 
 void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) {
     out.clear();

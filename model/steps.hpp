@@ -55,6 +55,19 @@ struct StepOutcome {
     std::uint32_t index_rebuilds = 0;
     bool admission_refused = false;
     bool graph_moved = false;                 // a live graph's address moved (RL4 evidence)
+
+    // Back to a fresh outcome, keeping the lists' buffers (drivers that apply millions of steps
+    // reuse one outcome).
+    void reset() {
+        StepOutcome fresh;
+        fresh.evicted_while_pinned.swap(evicted_while_pinned);
+        fresh.evicted.swap(evicted);
+        fresh.io_started.swap(io_started);
+        fresh.evicted_while_pinned.clear();
+        fresh.evicted.clear();
+        fresh.io_started.clear();
+        *this = std::move(fresh);
+    }
 };
 
 bool enabled(const World& world, const Step& step);
@@ -63,6 +76,9 @@ StepOutcome apply(World& world, const Step& step);
 // world (explorers apply millions). The property tests walk apply over enabled_steps' offers, so
 // the two are held to agree.
 StepOutcome apply_offered(World& world, const Step& step);
+// apply_offered() into an outcome the caller keeps (reset first), so that its lists keep their
+// buffers: for drivers that have just found the step enabled themselves (the simulator).
+void apply_into(World& world, const Step& step, StepOutcome& out);
 
 // Every enabled step whose kind is in `kinds` (a bit per StepKind), in a canonical order.
 // Segment-targeted steps are offered for the oldest candidates of each eviction list only (one

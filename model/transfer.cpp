@@ -39,8 +39,9 @@ std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
 void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
     Segment& s = w.segments[id];
     s.disk = allocate_disk(w, id);
-    w.disk_used_bytes += w.bytes_of(s);
-    w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += w.bytes_of(s);
+    const std::uint64_t bytes = w.bytes_of(s);
+    w.disk_used_bytes += bytes;
+    w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += bytes;
     s.stage = Stage::offloading;
     refresh_evictable(w, id);
     out.io_started.push_back(add_io(w, {id, kNone, IoKind::offload, true}));

@@ -106,6 +106,7 @@ World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, L
     layout_shift.assign(config->groups.size(), 0);
     lru_head.assign(config->groups.size() * 2, kNone);
     lru_tail.assign(config->groups.size() * 2, kNone);
+    grain_tokens = resume_grain_of(*config, derived, defenses);
     for (std::uint8_t g = 0; g < config->groups.size(); ++g) {
         // The most units, within extent_tokens and kExtentUnitsMax, whose span is a multiple of
         // both the LCM grain and the unit, so that chunk starts lie on every policy's step grid.
@@ -114,7 +115,7 @@ World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, L
         std::uint32_t units = std::min<std::uint32_t>(limits.extent_tokens / unit, kExtentUnitsMax);
         while (units > 1 && std::uint64_t{units} * unit % grid != 0) --units;
         extent_units.push_back(std::max<std::uint32_t>(units, 1));
-        extent_step.push_back(std::lcm(resume_grain(*this), unit));
+        extent_step.push_back(std::lcm(grain_tokens, unit));
     }
 }
 
@@ -160,6 +161,12 @@ std::uint32_t World::anchor_of(const Segment& seg) const {
 
 std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
     Request r;
+    if (!free_requests.empty()) {  // the slot's lists keep their buffers
+        Request& recycled = requests[free_requests.back()];
+        r.plan.swap(recycled.plan);
+        r.pinned.swap(recycled.pinned);
+        r.owned.swap(recycled.owned);
+    }
     Writer entry{spec, spec->uid, true};
     if (!free_writers.empty()) {
         r.writer = free_writers.back();
@@ -185,7 +192,14 @@ void World::release_request(std::uint32_t r) {
     Request& q = requests[r];
     KV_ASSERT(q.phase == Phase::done && q.pinned.empty() && !graphs[r].live, "release_request of a request still running");
     writers[q.writer].request_live = false;
-    q = Request{};
+    // A fresh request in the slot, which keeps the lists' buffers for the next one.
+    Request fresh;
+    fresh.plan.swap(q.plan);
+    fresh.pinned.swap(q.pinned);
+    fresh.owned.swap(q.owned);
+    fresh.plan.clear();
+    fresh.owned.clear();
+    q = std::move(fresh);
     q.phase = Phase::done;
     free_requests.push_back(r);
     // A writer's entry outlives its request while a segment it wrote lives. Rather than count

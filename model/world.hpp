@@ -213,6 +213,7 @@ struct World {
     std::uint32_t config_epoch = 0;          // bumped by every F5 change; plans remember it
     std::vector<std::uint16_t> layout_shift;   // per group: added to the group's layout id (F5 layout change)
 
+    std::uint32_t grain_tokens = 1;            // model::resume_grain under this policy
     std::vector<std::uint32_t> extent_units;   // per group: units one entry may cover (1..kExtentUnitsMax)
     // Per group: the tokens an extent's start is a multiple of, its chunk's start aside (the
     // least common multiple of the resume grain and the group's unit; docs/invariants.md).

@@ -145,7 +145,8 @@ private:
         if (!model::enabled(world_, step)) return false;
         // Described before it applies; only the timeline (until its cap) and the exporter read it.
         const std::string what = exporter_ || timeline_.takes_instants() ? model::describe(world_, step) : std::string();
-        after(model::apply(world_, step));
+        model::apply_into(world_, step, fault_outcome_);
+        after(fault_outcome_);
         ++metrics_.faults[static_cast<std::size_t>(fault)];
         if (timeline_.takes_instants())
             timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
@@ -162,7 +163,8 @@ private:
         KV_ASSERT(model::enabled(world_, step), "engine scheduled a disabled step: " + model::describe(world_, step));
         model::Request& q = world_.requests[r];
         Tracking& t = tracking_[r];
-        const model::StepOutcome out = model::apply(world_, step);
+        model::apply_into(world_, step, request_outcome_);
+        const model::StepOutcome& out = request_outcome_;
         after(out);
         switch (kind) {
             case StepKind::lookup: {
@@ -266,7 +268,9 @@ private:
             timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_, what);
         }
         if (op.kind == model::IoKind::load) (kind == StepKind::io_fail ? metrics_.load_failures : metrics_.loads) += 1;
-        after(model::apply(world_, {kind, op_id, 0}));
+        KV_ASSERT(model::enabled(world_, {kind, op_id, 0}), "the I/O engine picked a disabled outcome");
+        model::apply_into(world_, {kind, op_id, 0}, io_outcome_);
+        after(io_outcome_);
         if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
         if (exporter_ && op.kind == model::IoKind::load && kind != StepKind::io_fail)
             exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
@@ -290,7 +294,8 @@ private:
                 const Step st{StepKind::offload, id, 0};
                 if (model::enabled(world_, st)) {
                     const std::uint64_t bytes = world_.bytes_of(world_.segments[id]);
-                    after(model::apply(world_, st));
+                    model::apply_into(world_, st, offload_outcome_);
+                    after(offload_outcome_);
                     used = used > bytes ? used - bytes : 0;
                 }
                 id = next;
@@ -401,6 +406,12 @@ private:
     std::vector<model::Violation> read_violations_;
     std::unique_ptr<ScheduleExporter> exporter_;
     std::uint64_t steps_ = 0;  // model steps applied so far; schedules name faults by it
+    // One outcome per kind of caller, reused step after step (a request step may start offloads
+    // and faults while its own outcome is still read).
+    model::StepOutcome request_outcome_;
+    model::StepOutcome fault_outcome_;
+    model::StepOutcome io_outcome_;
+    model::StepOutcome offload_outcome_;
 };
 
 // Steps mode: the exact step list, no clock; what the explorers found, reproduced without them.

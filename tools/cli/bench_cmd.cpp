@@ -192,6 +192,18 @@ nlohmann::json run_bench(const BenchArgs& a) {
         replay_once(scenario, "validated", validated);
         replay_once(scenario, "naive", naive);
     }
+    // Where the rest of a replay's time goes: reading the trace alone, and the same validated
+    // replay with one state-table entry per block (extent_tokens 0), the model without extents.
+    std::fprintf(stderr, "bench: reading the trace alone; a replay with one entry per block\n");
+    std::uint64_t records = 0;
+    const Timing read_time = timed([&] {
+        const std::unique_ptr<sim::TraceReader> reader = sim::TraceReader::open(scenario.trace_path, scenario.trace);
+        for (sim::TraceRecord record; reader->next(record);) ++records;
+    });
+    sim::Scenario per_block = scenario;
+    per_block.extent_tokens = 0;
+    Replay blocks;
+    replay_once(per_block, "validated", blocks);
     const std::uint64_t replay_peak_rss_bytes = peak_rss_bytes();  // the replays run first
     auto explore_for = [&](const char* scope, double seconds, sim::ExploreReport& report) {
         if (seconds > 0) std::fprintf(stderr, "bench: exploring the %s scope for %.1f s\n", scope, seconds);
@@ -234,6 +246,11 @@ nlohmann::json run_bench(const BenchArgs& a) {
           {"naive_wall_s", naive.best.wall_s}, {"naive_cpu_s", naive.best.cpu_s},
           {"requests_per_wall_s", rate(validated.requests, validated.best.wall_s)},
           {"validated_over_naive_cpu", validated.best.cpu_s / naive.best.cpu_s},
+          {"extent_tokens", scenario.extent_tokens},
+          {"trace_read_cpu_s", read_time.cpu_s}, {"trace_records", records},
+          {"requests_per_s_without_trace_reading", rate(validated.requests, validated.best.cpu_s - read_time.cpu_s)},
+          {"one_entry_per_block", {{"cpu_s", blocks.best.cpu_s}, {"requests_per_s", rate(blocks.requests, blocks.best.cpu_s)},
+                                   {"sim_events", blocks.events}, {"block_events", blocks.block_events}}},
           {"peak_rss_bytes", replay_peak_rss_bytes}, {"deterministic", validated.deterministic && naive.deterministic}}},
         {"explorer",
          {{"scope", "reference"}, {"states", explored.states}, {"transitions", explored.transitions},
@@ -268,6 +285,9 @@ void print_text(const nlohmann::json& j) {
     std::printf("requests_per_s              %.0f  (%llu requests in %.3f cpu s; best wall %.3f s)\n", j["requests_per_s"].get<double>(),
                 static_cast<unsigned long long>(r["requests"].get<std::uint64_t>()), r["validated_cpu_s"].get<double>(),
                 r["validated_wall_s"].get<double>());
+    std::printf("  of which reading the trace  %.3f cpu s (%.0f requests per cpu s without it); one entry per block: %.0f\n",
+                r["trace_read_cpu_s"].get<double>(), r["requests_per_s_without_trace_reading"].get<double>(),
+                r["one_entry_per_block"]["requests_per_s"].get<double>());
     std::printf("block_events_per_s          %.0f  (%llu evictions, offloads, loads and failed loads)\n", j["block_events_per_s"].get<double>(),
                 static_cast<unsigned long long>(r["block_events"].get<std::uint64_t>()));
     std::printf("validated_over_naive        %.3f  (naive best wall %.3f s; cpu ratio %.3f)\n", j["validated_over_naive"].get<double>(),
