@@ -276,6 +276,70 @@ void shed(World& w, std::uint32_t id) {
     w.bytes_by_form[static_cast<int>(s.form)] -= freed;
 }
 
+std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {
+    {
+        const Segment& s = w.segments[id];
+        const std::uint32_t start = w.start_of(s);
+        const std::uint32_t unit = w.unit_tokens(s.group, s.form);
+        const bool quiet = s.live && s.pins == 0 && s.graph_refs == 0 && !s.duplicate &&
+                           (s.stage == Stage::ready || s.stage == Stage::on_disk);
+        if (!quiet || s.units() == 1 || at <= start || at >= s.end || (at - start) % unit != 0) return kNone;
+        if (w.defenses.admission_cap && w.gpu_used_bytes + kStateEntryBytes > w.limits.gpu_budget_bytes) return kNone;
+    }
+    if (!w.free_segment_ids.empty()) w.prefetch_row(w.free_segment_ids.back());
+    const std::uint32_t right = new_segment_id(w);
+    Segment& s = w.segments[id];  // new_segment_id may have moved the table
+    Segment& r = w.segments[right];
+    const std::uint32_t unit = w.unit_tokens(s.group, s.form);
+    const std::uint32_t start = w.start_of(s);
+    const std::uint32_t epoch = r.epoch + 1;
+    r = s;
+    r.epoch = epoch;
+    r.lru_prev = r.lru_next = kNone;
+    r.in_lru = false;
+    r.published = false;
+    r.extra_units = static_cast<std::uint8_t>((s.end - at) / unit - 1);
+    r.key = w.writer_spec(s).key(at + unit);
+    s.extra_units = static_cast<std::uint8_t>((at - start) / unit - 1);
+    s.end = at;
+    ++s.epoch;
+    // Each part holds its share of what the whole held (part_content), read off the whole first.
+    const Segment whole = [&] {
+        Segment w0 = s;
+        w0.end = r.end;
+        w0.extra_units = static_cast<std::uint8_t>((r.end - start) / unit - 1);
+        return w0;
+    }();
+    if (s.slot != kNone) {
+        const std::uint64_t content = w.slots[s.slot].content;
+        const std::uint64_t misaligned = w.slots[s.slot].address % kAlignBytes;
+        r.slot = take_slot(w, r.form);
+        w.slots[r.slot].owner = right;
+        w.slots[r.slot].content = part_content(w, whole, content, at, r.end);
+        w.slots[r.slot].address += misaligned;
+        w.slots[s.slot].content = part_content(w, whole, content, start, at);
+    }
+    if (s.disk != kNone) {
+        const std::uint64_t content = w.disk[s.disk].content;
+        r.disk = allocate_disk(w, right);
+        w.disk[r.disk].content = part_content(w, whole, content, at, r.end);
+        w.disk[s.disk].content = part_content(w, whole, content, start, at);
+    }
+    ++w.live_segments;
+    w.gpu_used_bytes += kStateEntryBytes;
+    if (s.published) publish(w, right);
+    if (s.in_lru) {  // the new part is as old as the rest: right after it in its list
+        const std::size_t list = World::lru_list(r);
+        r.lru_prev = id;
+        r.lru_next = s.lru_next;
+        if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = right;
+        else w.lru_tail[list] = right;
+        s.lru_next = right;
+        r.in_lru = true;
+    }
+    return right;
+}
+
 void unpublish(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (!s.published) return;

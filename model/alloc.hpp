@@ -29,6 +29,14 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
 // Drops the blocks of an SWA entry that no resume reads, once its writer lets go of it.
 void shed(World& w, std::uint32_t id);
 
+// Splits an extent at `at`, a unit boundary inside it: [start, at) stays entry id and [at, end)
+// becomes a new entry with the same stage, versions, faults, residency and eviction age, each
+// part holding its share of the slot's and the disk copy's content. Only a quiet extent splits
+// (no pins, no graph references, ready or on disk with no transfer in flight, not a duplicate)
+// and only while the budget has room for one more state-table entry; both parts get new epochs.
+// Returns the new entry, or kNone when the extent does not split.
+std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at);
+
 // Gives an existing (on-disk) segment a GPU slot again; false when admission is refused.
 bool admit_slot(World& w, std::uint32_t id, AdmissionLog* log);
 

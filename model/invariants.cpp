@@ -250,22 +250,6 @@ std::uint32_t indexed_kv(const World& w, const Request& q, const PlanEntry& e) {
     return covering_entry(w, *q.spec, kv_group, e.start + w.group(e.group).block_tokens);
 }
 
-// The tag of what a read of [start, end) of entry s really returns. A read of the whole entry
-// returns what its slot holds. A read of part of an extent returns its writer's content over
-// that part, as correct a write as the whole (the difference between what the slot holds and a
-// correct write of the whole now is carried over, so any fault still shows); blocks a shed SWA
-// entry let go of return nothing.
-std::uint64_t stored_tag(const World& w, const Segment& s, const Slot& slot, std::uint32_t start, std::uint32_t end) {
-    if (start == w.start_of(s) && end == s.end) return slot.content;
-    if (!units_retained(w, s, start, end)) return 0;
-    const RequestSpec& writer = w.writer_spec(s);
-    const auto correct = [&](std::uint32_t from, std::uint32_t to) {
-        const std::uint64_t base = truth_tag(w, writer, s.group, from, to);
-        return s.form == Form::indexer_state ? hash_combine(base, s.indexed_version()) | 1 : base;
-    };
-    return correct(start, end) ^ (slot.content ^ correct(w.start_of(s), s.end));
-}
-
 }  // namespace
 
 std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
@@ -285,7 +269,7 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
             const Segment* holder = slot.owner == e.segment && e.segment != kNone ? &w.segments[e.segment] : nullptr;
             const bool piece = holder != nullptr && holder->live && holder->form != Form::linear_state &&
                                w.start_of(*holder) <= e.start && e.end <= holder->end;
-            const std::uint64_t content = piece ? stored_tag(w, *holder, slot, e.start, e.end) : slot.content;
+            const std::uint64_t content = piece ? part_tag(w, *holder, slot.content, e.start, e.end) : slot.content;
             f.aligned = slot.address % kAlignBytes == 0;
             f.actual = f.aligned ? content : hash_combine(content, slot.address);
         }

@@ -132,10 +132,10 @@ Hit starting_afresh(const World& w, const RequestSpec& spec, std::uint8_t g, std
 // The entries covering a range are found by walking it: at each entry's end the entry that
 // starts there (next_at), or the one starting on the step grid (World::extent_step) just before
 // it, which a writer starts where an older entry's cover ended off the grid (write_range). The
-// entry covering a unit no walk has reached yet (covering) is the one starting there, or else
-// where such a walk from the unit's chunk start arrives, stepping over a gap one grid point at a
-// time (an extent starts on the grid or at its chunk's start). `starting(g, s)` answers for one
-// start, cached or afresh.
+// entry covering a unit no walk has reached yet (covering) is where such a walk from the unit's
+// chunk start arrives, stepping over a gap one grid point at a time (an extent starts on the
+// grid or at its chunk's start): an entry that starts inside one the walk is in is not its
+// way on. `starting(g, s)` answers for one start, cached or afresh.
 template <typename Starting>
 Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting) {
     const Hit hit = starting(g, y);
@@ -148,8 +148,7 @@ Hit next_at(const World& w, std::uint8_t g, std::uint32_t y, Starting&& starting
 
 template <typename Starting>
 Hit covering(const World& w, std::uint8_t g, std::uint32_t x, Starting&& starting) {
-    const Hit here = starting(g, x);  // an entry starting at x comes first, as in next_at
-    if (here.covers(x) || w.extent_units[g] == 1) return here;
+    if (w.extent_units[g] == 1) return starting(g, x);
     const std::uint32_t step = w.extent_step[g];
     std::uint32_t at = w.chunk_start(g, primary_form(w.group(g)), x);
     for (Hit hit = starting(g, at);;) {
@@ -174,28 +173,35 @@ std::uint32_t covering_entry(const World& world, const RequestSpec& spec, std::u
     return hit.until >= end ? hit.id : kNone;
 }
 
+bool sound_entry(const World& world, const RequestSpec& spec, std::uint32_t id) {
+    const Segment& s = world.segments[id];
+    if (!s.whole || s.stage == Stage::writing || s.stage == Stage::evicting || s.kv_version != world.kv_version ||
+        s.layout_id != world.current_layout(s.group))
+        return false;
+    if (s.slot != kNone && world.slots[s.slot].address % kAlignBytes != 0) return false;
+    if (s.form != Form::indexer_state) return true;
+    const auto kv_group = static_cast<std::uint8_t>(world.group(s.group).indexed_group);
+    const std::uint32_t kv = covering_entry(world, spec, kv_group, world.start_of(s) + world.group(s.group).block_tokens);
+    return kv != kNone && world.segments[kv].data_version() == s.indexed_version();
+}
+
 std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
-                            std::uint32_t to, std::uint32_t before) {
+                            std::uint32_t to, std::uint32_t before, std::vector<std::uint32_t>* spoiled) {
     const auto afresh = [&](std::uint8_t group, std::uint32_t s) { return starting_afresh(world, spec, group, s); };
-    // What no reader can use (a fault spoiled it, or the weights or layout moved on) is no cover:
-    // a fresh write of it is published and takes its place in the index.
-    const auto sound = [&](std::uint32_t id) {
-        const Segment& s = world.segments[id];
-        if (!s.whole || s.stage == Stage::writing || s.stage == Stage::evicting || s.kv_version != world.kv_version ||
-            s.layout_id != world.current_layout(g))
-            return false;
-        if (s.slot != kNone && world.slots[s.slot].address % kAlignBytes != 0) return false;
-        if (s.form != Form::indexer_state) return true;
-        const auto kv_group = static_cast<std::uint8_t>(world.group(g).indexed_group);
-        const std::uint32_t kv = covering_entry(world, spec, kv_group, world.start_of(s) + world.group(g).block_tokens);
-        return kv != kNone && world.segments[kv].data_version() == s.indexed_version();
-    };
     // The walk to `from` is known when the entry before it is: it goes on in that entry or after it.
-    Hit first = before == kNone ? covering(world, g, from, afresh) : Hit{before, matched_end(world, spec, world.segments[before])};
-    if (before != kNone && !first.covers(from)) first = next_at(world, g, from, afresh);
-    std::uint32_t x = from;
-    for (Hit hit = first; x < to && hit.covers(x) && sound(hit.id); hit = next_at(world, g, x, afresh)) x = std::min(to, hit.until);
-    return x;
+    Hit hit = before == kNone ? covering(world, g, from, afresh) : Hit{before, matched_end(world, spec, world.segments[before])};
+    if (before != kNone && !hit.covers(from)) hit = next_at(world, g, from, afresh);
+    std::uint32_t covered = from;
+    bool sound = true;  // every entry so far is one a reader can use
+    for (std::uint32_t x = from; x < to && hit.covers(x); hit = next_at(world, g, x, afresh)) {
+        if (!sound_entry(world, spec, hit.id)) {
+            sound = false;
+            if (spoiled != nullptr) spoiled->push_back(hit.id);
+        }
+        x = std::min(to, hit.until);
+        if (sound) covered = x;
+    }
+    return covered;
 }
 
 namespace {
@@ -250,8 +256,7 @@ public:
     // model::covering, answered from the walk of x's chunk, taken once per lookup (the walk from a
     // chunk's start is the same whichever unit of it is asked for).
     Hit covering(std::uint8_t g, std::uint32_t x) {
-        const Hit here = starting(g, x);
-        if (here.covers(x) || w_.extent_units[g] == 1) return here;
+        if (w_.extent_units[g] == 1) return starting(g, x);
         const Group& grp = groups_[g];
         const std::uint32_t chunk = x / grp.chunk_tokens;
         if (chunk >= grp.chunks)

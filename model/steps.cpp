@@ -109,7 +109,10 @@ void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
             if (e.group == g && e.end == first && e.segment != kNone && w.segments[e.segment].live &&
                 w.segments[e.segment].epoch == e.epoch && !w.segments[e.segment].is_tail)
                 before = e.segment;
-        duplicate_end = covered_until(w, *q.spec, g, first, last_end / unit * unit, before) / step * step;
+        thread_local std::vector<std::uint32_t> spoiled;
+        spoiled.clear();
+        duplicate_end = covered_until(w, *q.spec, g, first, last_end / unit * unit, before, &spoiled) / step * step;
+        for (std::uint32_t id : spoiled) unpublish(w, id);  // useless to every reader from now on
     }
     const std::uint32_t cut_end = cut / step * step;  // units ending at or before it lie before the cut
     for (std::uint32_t start = first; start + unit <= last_end && !q.uncached;) {
@@ -306,8 +309,38 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
     out.lookup = std::move(res);
 }
 
+// Before a reader holds the extents its plan reads parts of, each quiet one is split where the
+// read starts and ends inside it, so that what the reader does not read stays free to be evicted,
+// offloaded or hit by faults on its own (a radix cache splits a node where a match ends). The
+// plan follows: its parts of a split extent keep naming what they read, at the new epochs.
+void split_for_plan(World& w, Request& q) {
+    for (std::size_t i = 0; i < q.plan.size(); ++i) {
+        const PlanEntry e = q.plan[i];
+        if (e.segment == kNone || !w.segments[e.segment].live || w.segments[e.segment].epoch != e.epoch ||
+            w.segments[e.segment].units() == 1 || !sound_entry(w, *q.spec, e.segment))
+            continue;
+        for (const std::uint32_t at : {e.end, e.start}) {
+            const std::uint32_t id = q.plan[i].segment;
+            const Segment& s = w.segments[id];
+            if (at <= w.start_of(s) || at >= s.end) continue;
+            const bool straddled = std::any_of(q.plan.begin(), q.plan.end(), [&](const PlanEntry& o) {
+                return o.segment == id && o.start < at && at < o.end;
+            });
+            if (straddled) continue;
+            const std::uint32_t right = split_segment(w, id, at);
+            if (right == kNone) continue;
+            for (PlanEntry& o : q.plan) {
+                if (o.segment != id) continue;
+                if (o.start >= at) o = {right, w.segments[right].epoch, w.segments[right].slot, o.start, o.end, o.group, o.form};
+                else o.epoch = w.segments[id].epoch;
+            }
+        }
+    }
+}
+
 void do_pin(World& w, std::uint32_t r) {
     Request& q = w.requests[r];
+    split_for_plan(w, q);
     if (w.defenses.pin) {
         const std::uint8_t first = q.plan.empty() ? 0 : q.plan.front().group;
         for (const PlanEntry& e : q.plan) {

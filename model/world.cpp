@@ -225,6 +225,22 @@ std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_
     return h | 1;  // never 0: 0 marks bytes that were never written
 }
 
+std::uint64_t part_tag(const World& w, const Segment& s, std::uint64_t content, std::uint32_t start, std::uint32_t end) {
+    if (start == w.start_of(s) && end == s.end) return content;
+    if (!units_retained(w, s, start, end)) return 0;
+    return part_content(w, s, content, start, end);
+}
+
+std::uint64_t part_content(const World& w, const Segment& s, std::uint64_t content, std::uint32_t start, std::uint32_t end) {
+    if (start == w.start_of(s) && end == s.end) return content;
+    const RequestSpec& writer = w.writer_spec(s);
+    const auto correct = [&](std::uint32_t from, std::uint32_t to) {
+        const std::uint64_t base = truth_tag(w, writer, s.group, from, to);
+        return s.form == Form::indexer_state ? hash_combine(base, s.indexed_version()) | 1 : base;
+    };
+    return correct(start, end) ^ (content ^ correct(w.start_of(s), s.end));
+}
+
 // Epoch and config-epoch values only ever matter through equality with what a plan remembered,
 // and they only grow, so the hash keeps just "still equal" bits: states that differ only in
 // counter values behave identically and are merged.

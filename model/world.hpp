@@ -310,6 +310,17 @@ struct World {
 std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_t group, std::uint32_t start,
                         std::uint32_t end);
 
+// The content tag of [start, end) of entry s, whose whole range holds `content` (a slot's or a
+// disk copy's tag). Part of an extent holds its writer's content over that part, as correct a
+// write as the whole: the difference between `content` and a correct write of the whole entry
+// now is carried over, so a fault, a stale version or layout, or unfinished content shows in
+// every part; blocks a shed SWA entry let go of hold nothing (0). The whole range is `content`.
+std::uint64_t part_tag(const World& world, const Segment& s, std::uint64_t content, std::uint32_t start, std::uint32_t end);
+// The same without the shed blocks' emptiness: what the part holds as a slot's tag of its own
+// once the entry is split (a shed part still knows which of its blocks are gone).
+std::uint64_t part_content(const World& world, const Segment& s, std::uint64_t content, std::uint32_t start,
+                           std::uint32_t end);
+
 // A canonical hash of everything that determines future behaviour (explorers use it).
 std::uint64_t state_hash(const World& world);
 

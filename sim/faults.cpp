@@ -94,9 +94,12 @@ void FaultInjector::aim(FaultClass fault, const std::vector<model::PlanEntry>& p
                 if (e.form == Form::indexer_state) step = Step{StepKind::skew_index, e.segment, 0};
                 break;
             case FaultClass::F8: {
-                // A window block other than the window's last one expires early.
+                // A window block other than the window's last one expires early; a window read
+                // from one extent expires with it (its blocks go together).
                 const bool last = i + 1 >= plan.size() || plan[i + 1].group != e.group;
-                if (e.form == Form::swa_window && !last) step = Step{StepKind::evict, e.segment, 0};
+                const bool alone = last && (i == 0 || plan[i - 1].group != e.group);
+                const bool extent = world_.segments[e.segment].units() > 1;
+                if (e.form == Form::swa_window && (!last || (alone && extent))) step = Step{StepKind::evict, e.segment, 0};
                 break;
             }
             case FaultClass::F6: step = Step{StepKind::evict, e.segment, 0}; break;

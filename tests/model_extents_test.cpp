@@ -185,3 +185,35 @@ TEST(Extents, ResumableBlocksCountsWhatEachBlockSays) {
         }
     }
 }
+
+// A reader that reads only part of a quiet extent splits it where the read ends before pinning, so
+// the rest stays free to be evicted on its own; the reader's plan names the part it reads at its
+// new epoch and reads clean, and a later reader of the whole reads both parts clean. (The reader
+// diverges on the 32-token step grid, as Mooncake's 512-token blocks do on DeepSeek-V4's 256.)
+TEST(Extents, AReaderSplitsTheExtentItReadsPartOf) {
+    World w = toy_world("validated", 1 << 20, Rollout::cross_request, 128);
+    run_request(w, add(w, 1, ids(8), 128, 0));
+    const std::uint32_t whole = seg(w, kC1, 0, 128);
+    ASSERT_NE(whole, kNone);
+    std::vector<std::uint64_t> other = ids(4);
+    for (std::uint64_t b : {901, 902, 903, 904}) other.push_back(b);
+    const std::uint32_t b = add(w, 2, other, 128, 0);
+    EXPECT_EQ(lookup_step(w, b).resume_len, 64u);
+    ok(w, StepKind::pin, b);
+    EXPECT_EQ(seg(w, kC1, 0, 64), whole) << "the read part keeps the entry";
+    const std::uint32_t rest = seg(w, kC1, 64, 128);
+    ASSERT_NE(rest, kNone);
+    EXPECT_EQ(w.segments[whole].pins, 1u);
+    EXPECT_EQ(w.segments[rest].pins, 0u);
+    EXPECT_TRUE(w.segments[rest].published);
+    EXPECT_TRUE(enabled(w, {StepKind::evict, rest, 0})) << "the part nobody reads is evictable";
+    for (StepKind k : {StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish}) ok(w, k, b);
+
+    const std::uint32_t c = add(w, 3, ids(9), 144, 0);
+    const LookupResult r = lookup_step(w, c);
+    EXPECT_EQ(r.resume_len, 128u) << "all that request 1 wrote";
+    EXPECT_TRUE(plan_reads(w.requests[c], whole));
+    EXPECT_TRUE(plan_reads(w.requests[c], rest));
+    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+        ok(w, k, c);
+}
