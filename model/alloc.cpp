@@ -301,8 +301,7 @@ std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {
     r.extra_units = static_cast<std::uint8_t>((s.end - at) / unit - 1);
     r.key = w.writer_spec(s).key(at + unit);
     s.extra_units = static_cast<std::uint8_t>((at - start) / unit - 1);
-    s.end = at;
-    ++s.epoch;
+    s.end = at;  // its epoch stays: a plan within [start, at) still reads what it validated
     // Each part holds its share of what the whole held (part_content), read off the whole first.
     const Segment whole = [&] {
         Segment w0 = s;

@@ -33,8 +33,10 @@ void shed(World& w, std::uint32_t id);
 // becomes a new entry with the same stage, versions, faults, residency and eviction age, each
 // part holding its share of the slot's and the disk copy's content. Only a quiet extent splits
 // (no pins, no graph references, ready or on disk with no transfer in flight, not a duplicate)
-// and only while the budget has room for one more state-table entry; both parts get new epochs.
-// Returns the new entry, or kNone when the extent does not split.
+// and only while the budget has room for one more state-table entry. The first part keeps its
+// epoch (a plan within it stays valid; one past `at` no longer fits the entry, World::holds_range,
+// and revalidation and RL3 see that), the new one gets a fresh one. Returns the new entry, or
+// kNone when the extent does not split.
 std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at);
 
 // Gives an existing (on-disk) segment a GPU slot again; false when admission is refused.

@@ -275,7 +275,7 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
         }
         if (f.present) {
             const Segment& s = w.segments[e.segment];
-            f.epoch_ok = s.live && s.epoch == e.epoch;
+            f.epoch_ok = s.live && s.epoch == e.epoch && w.holds_range(s, e.start, e.end);
             f.resident = s.live && s.slot != kNone && s.slot == e.slot &&
                          (s.stage == Stage::ready || s.stage == Stage::offloading || s.stage == Stage::evicting);
             f.layout_ok = s.layout_id == w.current_layout(e.group);

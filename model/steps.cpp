@@ -311,8 +311,8 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
 
 // Before a reader holds the extents its plan reads parts of, each quiet one is split where the
 // read starts and ends inside it, so that what the reader does not read stays free to be evicted,
-// offloaded or hit by faults on its own (a radix cache splits a node where a match ends). The
-// plan follows: its parts of a split extent keep naming what they read, at the new epochs.
+// offloaded or hit by faults on its own (a radix cache splits a node where a match ends). Plans
+// follow: their reads past the split name the new entry.
 void split_for_plan(World& w, Request& q) {
     for (std::size_t i = 0; i < q.plan.size(); ++i) {
         const PlanEntry e = q.plan[i];
@@ -323,17 +323,18 @@ void split_for_plan(World& w, Request& q) {
             const std::uint32_t id = q.plan[i].segment;
             const Segment& s = w.segments[id];
             if (at <= w.start_of(s) || at >= s.end) continue;
-            const bool straddled = std::any_of(q.plan.begin(), q.plan.end(), [&](const PlanEntry& o) {
-                return o.segment == id && o.start < at && at < o.end;
-            });
-            if (straddled) continue;
+            // Every plan that reads the extent follows the split (the bytes stay where they are),
+            // unless one reads across the split point.
+            const auto straddles = [&](const PlanEntry& o) { return o.segment == id && o.start < at && at < o.end; };
+            if (std::any_of(w.requests.begin(), w.requests.end(),
+                            [&](const Request& other) { return std::any_of(other.plan.begin(), other.plan.end(), straddles); }))
+                continue;
             const std::uint32_t right = split_segment(w, id, at);
             if (right == kNone) continue;
-            for (PlanEntry& o : q.plan) {
-                if (o.segment != id) continue;
-                if (o.start >= at) o = {right, w.segments[right].epoch, w.segments[right].slot, o.start, o.end, o.group, o.form};
-                else o.epoch = w.segments[id].epoch;
-            }
+            for (Request& other : w.requests)
+                for (PlanEntry& o : other.plan)
+                    if (o.segment == id && o.start >= at)
+                        o = {right, w.segments[right].epoch, w.segments[right].slot, o.start, o.end, o.group, o.form};
         }
     }
 }
@@ -359,7 +360,7 @@ void do_revalidate(World& w, std::uint32_t r, StepOutcome& out) {
         for (const PlanEntry& e : q.plan) {
             if (e.segment == kNone) continue;
             const Segment& s = w.segments[e.segment];
-            stale = stale || !s.live || s.epoch != e.epoch;
+            stale = stale || !s.live || s.epoch != e.epoch || !w.holds_range(s, e.start, e.end);
         }
         if (stale) {
             drop_plan(w, q);

@@ -295,6 +295,11 @@ struct World {
         const std::uint32_t chunk = extent_units_of(g, form) * unit_tokens(g, form);
         return position / chunk * chunk;
     }
+    // Whether the entry still spans a plan's range (a split shortens an extent); a linear
+    // checkpoint is read as the state at the plan's end, whatever that end.
+    bool holds_range(const Segment& seg, std::uint32_t start, std::uint32_t end) const {
+        return seg.form == Form::linear_state || (start_of(seg) <= start && end <= seg.end);
+    }
     std::uint32_t owner_uid(const Segment& seg) const { return writers[seg.writer].uid; }
     const RequestSpec& writer_spec(const Segment& seg) const { return *writers[seg.writer].spec; }
     // A tail block's compression boundary (the segment boundary its start lies in), a linear
