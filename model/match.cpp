@@ -50,6 +50,8 @@ std::uint32_t resumable_blocks(const World& world, const CacheGroup& group, std:
     const std::uint64_t window = group.window_tokens;
     const std::uint64_t kept = std::min(grain, (window + block - 1) / block * block);
     const std::uint64_t early = (window + grain - 1) / grain - 1;  // periods i >= 1 with i * grain < W
+    if (from % grain == 0 && to % grain == 0 && from >= early * grain)  // whole periods past the early ones
+        return static_cast<std::uint32_t>((to - from) / grain * (kept / block));
     const auto upto = [&](std::uint64_t x) {  // readable block ends in (0, x]
         const std::uint64_t periods = x / grain;
         std::uint64_t n = std::min(periods, early) * (grain / block) + (periods > early ? periods - early : 0) * (kept / block);

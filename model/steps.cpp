@@ -322,7 +322,7 @@ void split_for_plan(World& w, Request& q) {
         for (const std::uint32_t at : {e.end, e.start}) {
             const std::uint32_t id = q.plan[i].segment;
             const Segment& s = w.segments[id];
-            if (at <= w.start_of(s) || at >= s.end) continue;
+            if (at <= w.start_of(s) || at >= s.end || s.pins != 0 || s.graph_refs != 0) continue;  // (split_segment's cheap checks first)
             // Every plan that reads the extent follows the split (the bytes stay where they are),
             // unless one reads across the split point.
             const auto straddles = [&](const PlanEntry& o) { return o.segment == id && o.start < at && at < o.end; };
