@@ -323,9 +323,12 @@ void split_for_plan(World& w, Request& q) {
             const std::uint32_t id = q.plan[i].segment;
             const Segment& s = w.segments[id];
             if (at <= w.start_of(s) || at >= s.end || s.pins != 0 || s.graph_refs != 0) continue;  // (split_segment's cheap checks first)
-            // Every plan that reads the extent follows the split (the bytes stay where they are),
-            // unless one reads across the split point.
-            const auto straddles = [&](const PlanEntry& o) { return o.segment == id && o.start < at && at < o.end; };
+            // Every plan that validated the extent as it is now follows the split (the bytes stay
+            // where they are), unless one reads across the split point. A plan that names the id
+            // at an older epoch read something else and stays stale.
+            const std::uint32_t epoch = s.epoch;
+            const auto current = [&](const PlanEntry& o) { return o.segment == id && o.epoch == epoch; };
+            const auto straddles = [&](const PlanEntry& o) { return current(o) && o.start < at && at < o.end; };
             if (std::any_of(w.requests.begin(), w.requests.end(),
                             [&](const Request& other) { return std::any_of(other.plan.begin(), other.plan.end(), straddles); }))
                 continue;
@@ -333,7 +336,7 @@ void split_for_plan(World& w, Request& q) {
             if (right == kNone) continue;
             for (Request& other : w.requests)
                 for (PlanEntry& o : other.plan)
-                    if (o.segment == id && o.start >= at)
+                    if (current(o) && o.start >= at)
                         o = {right, w.segments[right].epoch, w.segments[right].slot, o.start, o.end, o.group, o.form};
         }
     }

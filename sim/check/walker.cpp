@@ -82,6 +82,9 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index) {
     }
     s.max_faults = static_cast<std::uint8_t>(1 + rng.below(3));
     s.max_background = static_cast<std::uint8_t>(rng.below(5));
+    // Half the walks with extents of 64 or 128 tokens (docs/invariants.md, "Extents"); drawn last,
+    // so the rest of a walk's scope does not depend on it.
+    s.limits.extent_tokens = rng.below(2) == 0 ? 0 : 64u << rng.below(2);
     return s;
 }
 
