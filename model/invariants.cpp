@@ -7,6 +7,7 @@
 
 #include "model/core.hpp"
 #include "model/match.hpp"
+#include "model/walk.hpp"
 
 namespace kvcheck::model {
 

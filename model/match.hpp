@@ -47,23 +47,4 @@ std::uint32_t retained_units(const World& world, const Segment& seg);
 // let go of a block in it.
 bool units_retained(const World& world, const Segment& seg, std::uint32_t start, std::uint32_t end);
 
-// The published entry of group g (not a tail) that covers the unit of `spec`'s prefix ending at
-// `end` tokens, or kNone: among the entries that may start in that unit's chunk at or before it
-// and whose writer's content equals spec's from their start through `end`, the one that starts
-// last. With one unit per entry this is the index lookup of that prefix.
-std::uint32_t covering_entry(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t end);
-
-// Whether a reader of spec's content could use entry id at all: whole, not being written or
-// evicted, under the current weights and layout, at an aligned address, and for indexer state
-// built over the KV version the prefix index publishes for it. What fails this stays useless.
-bool sound_entry(const World& world, const RequestSpec& spec, std::uint32_t id);
-
-// How far from `from` (a unit boundary) sound published entries of group g that hold spec's
-// content cover its prefix without a gap, up to `to`; `from` when none does. Writers of extents
-// leave what is covered unpublished (write_range). `before`, when known, is the live entry
-// covering spec's unit that ends at `from`; `spoiled` gets the unsound entries the walk meets on
-// to `to`, which the writer's fresh entries take the place of.
-std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
-                            std::uint32_t to, std::uint32_t before = kNone, std::vector<std::uint32_t>* spoiled = nullptr);
-
 }  // namespace kvcheck::model

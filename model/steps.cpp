@@ -8,6 +8,7 @@
 
 #include "model/core.hpp"
 #include "model/transfer.hpp"
+#include "model/walk.hpp"
 
 namespace kvcheck::model {
 

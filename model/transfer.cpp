@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/core.hpp"
+#include "model/walk.hpp"
 
 namespace kvcheck::model {
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "model/core.hpp"
+#include "model/walk.hpp"
 #include "sim/files.hpp"
 #include "sim/json_fields.hpp"
 

@@ -27,23 +27,26 @@ sim::ExploreReport explore(const std::string& scope, const std::string& policy, 
     return sim::explore(sim::named_scope(scope), model::find_policy(policy)->defenses, options);
 }
 
+// A proof: every state of the scope explored, none violating, and no request stuck.
+void expect_proven_clean(const sim::ExploreReport& r) {
+    EXPECT_TRUE(r.exhausted) << r.bound_hit;
+    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
+    EXPECT_EQ(r.stuck_states, 0u);
+}
+
 }  // namespace
 
 // Proves validated violates nothing in any interleaving of the small scope, and no request is stuck.
 TEST(Explorer, ValidatedIsCleanAtTheSmallScope) {
     const sim::ExploreReport r = explore("small", "validated");
-    EXPECT_TRUE(r.exhausted) << r.bound_hit;
-    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
-    EXPECT_EQ(r.stuck_states, 0u);
+    expect_proven_clean(r);
     EXPECT_GT(r.states, 10'000u);
 }
 
 // Proves the same at the documented reference scope (the figure in docs/checker.md).
 TEST(Explorer, ValidatedIsCleanAtTheReferenceScope) {
     const sim::ExploreReport r = explore("reference", "validated");
-    EXPECT_TRUE(r.exhausted) << r.bound_hit;
-    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
-    EXPECT_EQ(r.stuck_states, 0u);
+    expect_proven_clean(r);
 }
 
 // Proves the same with extents (docs/invariants.md, "Extents"): the reference scope with entries
@@ -51,9 +54,7 @@ TEST(Explorer, ValidatedIsCleanAtTheReferenceScope) {
 // checkpoints stay single.
 TEST(Explorer, ValidatedIsCleanAtTheExtentsScope) {
     const sim::ExploreReport r = explore("extents", "validated");
-    EXPECT_TRUE(r.exhausted) << r.bound_hit;
-    EXPECT_FALSE(r.counterexample.has_value()) << sim::format_counterexample(*r.counterexample);
-    EXPECT_EQ(r.stuck_states, 0u);
+    expect_proven_clean(r);
     EXPECT_GT(r.states, 1'000'000u);
 }
 

@@ -394,6 +394,20 @@ std::string test_name(const testing::TestParamInfo<std::string>& info) {
     return out;
 }
 
+// What (a) and (a') assert of a search of the validated policy: no case violates, and the cases
+// are not vacuous (every step kind and verdict at least 30 times, a tenth of them resuming a read).
+void expect_clean_and_not_vacuous(const Search& s) {
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_FALSE(s.found) << "seed=0x" << std::hex << kValidatedSeed << std::dec << ": case " << s.cases + 1
+                          << " violates, shrunk to\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+    for (int k = 0; k < model::kStepKindCount; ++k)
+        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u) << "step kind " << model::step_kind_name(static_cast<StepKind>(k))
+                                                              << " is rarely reached";
+    for (std::size_t v = 0; v < 4; ++v)
+        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
+    EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
+}
+
 }  // namespace
 
 // The driver runs every request to the end when the drawn integers run out: with none drawn, all
@@ -436,15 +450,7 @@ TEST(ModelProperty, SameSeedSameCounterexample) {
 TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
     const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
                             kFullSize);
-    EXPECT_TRUE(s.error.empty()) << s.error;
-    EXPECT_FALSE(s.found) << "seed=0x" << std::hex << kValidatedSeed << std::dec << ": case " << s.cases + 1
-                          << " violates, shrunk to\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
-    for (int k = 0; k < model::kStepKindCount; ++k)
-        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u) << "step kind " << model::step_kind_name(static_cast<StepKind>(k))
-                                                              << " is rarely reached";
-    for (std::size_t v = 0; v < 4; ++v)
-        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
-    EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
+    expect_clean_and_not_vacuous(s);
     std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
               << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
@@ -459,15 +465,7 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
 TEST(ModelProperty, ValidatedNeverViolatesAnInvariantWithExtents) {
     const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
                             kFullSize, /*extents=*/true);
-    EXPECT_TRUE(s.error.empty()) << s.error;
-    EXPECT_FALSE(s.found) << "seed=0x" << std::hex << kValidatedSeed << std::dec << ": case " << s.cases + 1
-                          << " violates, shrunk to\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
-    for (int k = 0; k < model::kStepKindCount; ++k)
-        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u) << "step kind " << model::step_kind_name(static_cast<StepKind>(k))
-                                                              << " is rarely reached";
-    for (std::size_t v = 0; v < 4; ++v)
-        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
-    EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
+    expect_clean_and_not_vacuous(s);
     std::cout << "validated with extents: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads
               << " resumed reads, " << s.seconds << " s\n";
 }
