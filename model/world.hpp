@@ -83,7 +83,7 @@ private:
 static_assert(sizeof(Segment) <= 48, "a state-table entry must stay within 48 bytes");
 
 // The request that wrote a segment, kept while any segment it wrote lives: extents compare a
-// reader's content with their writer's beyond their index key (model/match.cpp), and rollout
+// reader's content with their writer's beyond their index key (matched_end, model/walk.hpp), and rollout
 // and the SWA release ask who wrote a segment.
 struct Writer {
     std::shared_ptr<const RequestSpec> spec;  // null while the entry is free
