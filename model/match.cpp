@@ -339,7 +339,6 @@ private:
     Check check_blocks(std::uint8_t g, std::uint32_t from, std::uint32_t to, Form form,
                        std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads,
                        MissReason missing = MissReason::not_cached) const {
-        Check c;
         const std::uint32_t block = w_.group(g).block_tokens;
         // The keys are consecutive and known in advance: fetch a batch of index cells at once.
         if (w_.extent_units[g] == 1)
