@@ -109,7 +109,7 @@ private:
         out.block_tokens = options_.block_tokens;
         sharing_.assign(out.input_tokens, out.block_ids);
         out.line = lines_.number();
-        out.arrival_ns = relative_arrival(*absolute_ns, 0);
+        out.arrival_ns = relative_arrival(*absolute_ns, [] { return std::size_t{0}; });
     }
 
     std::uint32_t unsigned_column(std::string_view field, std::size_t start, const char* name, std::uint32_t max) const {

@@ -136,7 +136,7 @@ private:
         out.block_tokens = options_.block_tokens;
         read_hash_ids(field(object, "hash_ids"), out);
         out.line = lines_.number();
-        out.arrival_ns = relative_arrival(absolute_ns, value_index("timestamp"));
+        out.arrival_ns = relative_arrival(absolute_ns, [this] { return value_index("timestamp"); });
     }
 
     // The DOM path's steps in its order, on values the fast path found present and of the right
@@ -149,7 +149,7 @@ private:
         check_hash_id_count(flat_.hash_ids.size(), out);
         out.block_ids.swap(flat_.hash_ids);  // the record's old buffer is the next line's
         out.line = lines_.number();
-        out.arrival_ns = relative_arrival(absolute_ns, value_index("timestamp"));
+        out.arrival_ns = relative_arrival(absolute_ns, [this] { return value_index("timestamp"); });
     }
 
     const json& field(const json& object, const char* key) const {
@@ -213,11 +213,12 @@ private:
 
     std::uint64_t timestamp_ns(const json& value) const {
         const std::uint64_t unit_ns = time_unit_ns(options_.time_unit);
-        const std::string unit(time_unit_name(options_.time_unit));
-        const std::string too_large = "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value);
+        const auto too_large = [&] {
+            fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value));
+        };
         if (value.is_number_unsigned()) {
             std::uint64_t scaled = 0;
-            if (__builtin_mul_overflow(value.get<std::uint64_t>(), unit_ns, &scaled)) fail_at("timestamp", too_large);
+            if (__builtin_mul_overflow(value.get<std::uint64_t>(), unit_ns, &scaled)) too_large();
             return scaled;
         }
         if (mooncake_)
@@ -228,14 +229,15 @@ private:
             std::uint64_t scaled = 0;
             bool overflow = false;
             if (parse_plain_decimal(text, unit_ns, scaled, overflow)) {
-                if (overflow) fail_at("timestamp", too_large);
+                if (overflow) too_large();
                 return scaled;
             }
             double number = 0;
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
             if (ec == std::errc() && end == text.data() + text.size()) return float_ns(number, unit_ns, value);
         }
-        fail_at("timestamp", "expected a non-negative number (or a string holding one) of " + unit +
+        fail_at("timestamp", "expected a non-negative number (or a string holding one) of " +
+                                 std::string(time_unit_name(options_.time_unit)) +
                                  " for \"timestamp\", got " + describe(value));
     }
 

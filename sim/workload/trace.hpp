@@ -92,8 +92,18 @@ protected:
     // Reads the next record with an absolute arrival time; false at the end of the file.
     virtual bool read_record(TraceRecord& out) = 0;
 
-    // Turns an absolute time into one relative to the first request, rejecting a step back.
-    std::uint64_t relative_arrival(std::uint64_t absolute_ns, std::size_t column);
+    // Turns an absolute time into one relative to the first request, rejecting a step back;
+    // `column()` (0-based index into text()) is where the time stands, asked only for the message.
+    template <typename Column>
+    std::uint64_t relative_arrival(std::uint64_t absolute_ns, Column column) {
+        if (delivered_ == 0) {
+            first_ns_ = absolute_ns;
+            previous_ns_ = absolute_ns;
+        }
+        if (absolute_ns < previous_ns_) arrival_goes_back(absolute_ns, column());
+        previous_ns_ = absolute_ns;
+        return absolute_ns - first_ns_;
+    }
 
     // "LINE:COL" for the current line, counting the column (0-based index into text()) in file bytes.
     std::string place(std::size_t index) const;
@@ -103,6 +113,8 @@ protected:
     TraceOptions options_;
 
 private:
+    [[noreturn]] void arrival_goes_back(std::uint64_t absolute_ns, std::size_t column) const;
+
     std::uint64_t delivered_ = 0;
     std::uint64_t first_ns_ = 0;
     std::uint64_t previous_ns_ = 0;
