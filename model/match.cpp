@@ -4,6 +4,7 @@
 #include "model/match.hpp"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "model/core.hpp"
@@ -36,10 +37,10 @@ bool window_block_resumable(const World& world, const CacheGroup& group, std::ui
     return first < group.window_tokens || (first - group.window_tokens) / group.block_tokens * group.block_tokens < end;
 }
 
-std::uint32_t resumable_blocks(const World& world, const CacheGroup& group, std::uint32_t from, std::uint32_t to) {
-    const std::uint64_t grain = resume_grain(world);
-    const std::uint64_t block = group.block_tokens;
-    if (grain % block != 0) {
+std::uint32_t resumable_blocks(const World& world, std::uint8_t g, std::uint32_t from, std::uint32_t to) {
+    const CacheGroup& group = world.group(g);
+    const World::WindowPeriods& shape = world.window_periods[g];
+    if (!shape.on_grid) {
         std::uint32_t count = 0;
         for (std::uint32_t e = from + group.block_tokens; e <= to; e += group.block_tokens)
             if (window_block_resumable(world, group, e)) ++count;
@@ -47,15 +48,19 @@ std::uint32_t resumable_blocks(const World& world, const CacheGroup& group, std:
     }
     // With grain points G on the block grid, the block ending at e (first grain point G >= e) is
     // readable iff G < W or e > G - K, K the window rounded up to blocks: per grain period, all
-    // of its blocks while G < W, else the last min(K, grain) / block of them.
-    const std::uint64_t window = group.window_tokens;
-    const std::uint64_t kept = std::min(grain, (window + block - 1) / block * block);
-    const std::uint64_t early = (window + grain - 1) / grain - 1;  // periods i >= 1 with i * grain < W
+    // of its blocks while G < W, else the last min(K, grain) / block of them (World's constructor
+    // keeps that count and the number of early periods per group).
+    const std::uint32_t grain = resume_grain(world);
+    const std::uint64_t early = shape.early;
+    const std::uint64_t kept_blocks = shape.kept_blocks;
     if (from % grain == 0 && to % grain == 0 && from >= early * grain)  // whole periods past the early ones
-        return static_cast<std::uint32_t>((to - from) / grain * (kept / block));
+        return (to - from) / grain * shape.kept_blocks;
+    const std::uint64_t block = group.block_tokens;
+    const std::uint64_t window = group.window_tokens;
+    const std::uint64_t kept = kept_blocks * block;
     const auto upto = [&](std::uint64_t x) {  // readable block ends in (0, x]
         const std::uint64_t periods = x / grain;
-        std::uint64_t n = std::min(periods, early) * (grain / block) + (periods > early ? periods - early : 0) * (kept / block);
+        std::uint64_t n = std::min(periods, early) * (grain / block) + (periods > early ? periods - early : 0) * kept_blocks;
         const std::uint64_t base = periods * grain;
         const std::uint64_t next = base + grain;
         const std::uint64_t low = next < window ? base : std::max(base, next - kept);
@@ -65,12 +70,12 @@ std::uint32_t resumable_blocks(const World& world, const CacheGroup& group, std:
 }
 
 std::uint32_t retained_units(const World& world, const Segment& seg) {
-    return resumable_blocks(world, world.group(seg.group), world.start_of(seg), seg.end);
+    return resumable_blocks(world, seg.group, world.start_of(seg), seg.end);
 }
 
 bool units_retained(const World& world, const Segment& seg, std::uint32_t start, std::uint32_t end) {
     if (!seg.shed) return true;
-    return resumable_blocks(world, world.group(seg.group), start, end) == (end - start) / world.group(seg.group).block_tokens;
+    return resumable_blocks(world, seg.group, start, end) == (end - start) / world.group(seg.group).block_tokens;
 }
 
 namespace {
@@ -489,7 +494,7 @@ Outcome settle(const World& world, const Request& request, PrefixFinds& finds, s
     const auto groups = static_cast<std::uint8_t>(world.config->groups.size());
     Outcome out;
     const Matcher strict(world, request, finds, io_mode, false);
-    std::vector<std::uint32_t> own_reach(groups, 0);
+    std::array<std::uint32_t, kMaxGroups> own_reach{};
     std::uint32_t len = start_len;
     if (d.group_intersection) {
         for (bool changed = true; changed;) {
@@ -518,7 +523,8 @@ Outcome settle(const World& world, const Request& request, PrefixFinds& finds, s
     // The plan: what each group reads at the usable length. Groups that cannot be read there are
     // recorded as they are (a correct policy never gets here with such a group).
     const Matcher lenient(world, request, finds, io_mode, true);
-    std::vector<bool> seen_kind(8, false);
+    std::array<bool, kGroupKinds> seen_kind{};
+    out.plan.reserve(std::size_t{4} * groups);  // a few pieces a group: one allocation, not one a doubling
     for (std::uint8_t g = 0; g < groups; ++g) {
         std::uint32_t at = len;
         const auto kind = static_cast<std::size_t>(world.group(g).kind);

@@ -35,9 +35,9 @@ bool window_block_resumable(const World& world, const CacheGroup& group, std::ui
 // The index of the first full group: the group whose hashes a plain prefix lookup consults.
 std::uint8_t primary_group(const World& world);
 
-// How many of the group's blocks ending in (from, to] some resume can read (window_block_resumable),
+// How many of SWA group g's blocks ending in (from, to] some resume can read (window_block_resumable),
 // without visiting them one by one when the grain points lie on the block grid.
-std::uint32_t resumable_blocks(const World& world, const CacheGroup& group, std::uint32_t from, std::uint32_t to);
+std::uint32_t resumable_blocks(const World& world, std::uint8_t g, std::uint32_t from, std::uint32_t to);
 
 // How many units of an SWA entry some resume can read (window_block_resumable): what an entry
 // keeps once it is shed.

@@ -204,7 +204,7 @@ std::string config_problem(const ModelConfig& config) {
     bool has_full = false;
     for (const CacheGroup& g : config.groups) has_full = has_full || g.kind == GroupKind::full;
     if (!has_full) return "a model needs at least one full-attention group (the prefix index is keyed on it)";
-    if (config.groups.size() > 16) return "at most 16 cache groups are supported";
+    if (config.groups.size() > kMaxGroups) return "at most 16 cache groups are supported";
     for (std::size_t i = 0; i < config.groups.size(); ++i) {
         const CacheGroup& g = config.groups[i];
         const std::string where = "group " + std::to_string(i) + " (" + g.name + "): ";

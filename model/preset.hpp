@@ -35,6 +35,8 @@ enum class GroupKind : std::uint8_t {
     indexer,     // sparse-routing index over another group's KV
     linear,      // recurrent / linear-attention state, checkpointed at exact positions
 };
+inline constexpr std::size_t kGroupKinds = static_cast<std::size_t>(GroupKind::linear) + 1;
+inline constexpr std::size_t kMaxGroups = 16;  // config_problem() refuses more; a segment stores its group in 4 bits
 std::string_view group_kind_name(GroupKind kind);
 std::optional<GroupKind> group_kind_from_name(std::string_view name);
 

@@ -461,7 +461,8 @@ bool segment_enabled(const World& w, const Step& step) {
     switch (step.kind) {
         case StepKind::evict: return is_evictable(w, s);
         case StepKind::offload:
-            return is_evictable(w, s) && s.stage == Stage::ready && s.disk == kNone &&
+            // The cheap tests first: the offloader asks this of every segment it walks past.
+            return s.stage == Stage::ready && s.disk == kNone && is_evictable(w, s) &&
                    w.disk_used_bytes + w.bytes_of(s) <= w.limits.disk_capacity_bytes;
         case StepKind::interrupt_eviction: return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
         case StepKind::skew_index: return s.stage == Stage::ready && s.form == Form::indexer_state && s.slot != kNone;

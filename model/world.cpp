@@ -102,7 +102,7 @@ RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t
 World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode)
     : config(std::move(model)), derived(derive(*config)), defenses(policy), rollout(mode), limits(limit) {
     KV_ASSERT(config != nullptr, "a world needs a model config");
-    KV_ASSERT(config->groups.size() <= 16, "a segment stores its group in 4 bits");
+    KV_ASSERT(config->groups.size() <= kMaxGroups, "a segment stores its group in 4 bits");
     layout_shift.assign(config->groups.size(), 0);
     lru_head.assign(config->groups.size() * 2, kNone);
     lru_tail.assign(config->groups.size() * 2, kNone);
@@ -116,6 +116,14 @@ World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, L
         while (units > 1 && std::uint64_t{units} * unit % grid != 0) --units;
         extent_units.push_back(std::max<std::uint32_t>(units, 1));
         extent_step.push_back(std::lcm(grain_tokens, unit));
+        const CacheGroup& grp = config->groups[g];
+        if (grp.kind == GroupKind::swa && grain_tokens % grp.block_tokens == 0) {
+            const std::uint64_t block = grp.block_tokens;
+            const std::uint64_t window = grp.window_tokens;
+            const std::uint64_t kept = std::min<std::uint64_t>(grain_tokens, (window + block - 1) / block * block);
+            window_periods[g] = {true, static_cast<std::uint32_t>(kept / block),
+                                 static_cast<std::uint32_t>((window + grain_tokens - 1) / grain_tokens - 1)};
+        }
     }
 }
 

@@ -218,6 +218,14 @@ struct World {
     // Per group: the tokens an extent's start is a multiple of, its chunk's start aside (the
     // least common multiple of the resume grain and the group's unit; docs/invariants.md).
     std::vector<std::uint32_t> extent_step;
+    // Per SWA group with the resume grain on its block grid: what resumable_blocks counts per
+    // grain period, fixed by the group and the grain (see there).
+    struct WindowPeriods {
+        bool on_grid = false;            // the grain is a multiple of the block
+        std::uint32_t kept_blocks = 0;   // readable blocks of a period once the window starts inside it
+        std::uint32_t early = 0;         // periods i >= 1 with i * grain < window, whose blocks are all readable
+    };
+    std::array<WindowPeriods, kMaxGroups> window_periods{};
 
     std::vector<Segment> segments;             // the state table; index = segment id
     std::vector<std::uint32_t> free_segment_ids;

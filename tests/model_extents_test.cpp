@@ -179,7 +179,7 @@ TEST(Extents, ResumableBlocksCountsWhatEachBlockSays) {
                     for (std::uint32_t to = from; to <= from + 40 * b; to += b) {
                         std::uint32_t one_by_one = 0;
                         for (std::uint32_t e = from + b; e <= to; e += b) one_by_one += window_block_resumable(w, grp, e) ? 1 : 0;
-                        ASSERT_EQ(resumable_blocks(w, grp, from, to), one_by_one) << "(" << from << ", " << to << "]";
+                        ASSERT_EQ(resumable_blocks(w, g, from, to), one_by_one) << "(" << from << ", " << to << "]";
                     }
             }
         }
