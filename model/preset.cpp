@@ -42,17 +42,6 @@ std::optional<GroupKind> group_kind_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-Form primary_form(const CacheGroup& group) {
-    switch (group.kind) {
-        case GroupKind::full: return Form::compressed_kv;
-        case GroupKind::swa:
-        case GroupKind::chunked: return Form::swa_window;
-        case GroupKind::indexer: return Form::indexer_state;
-        case GroupKind::linear: return Form::linear_state;
-    }
-    return Form::compressed_kv;
-}
-
 std::uint64_t segment_bytes(const CacheGroup& group, std::uint32_t tokens) {
     if (group.kind == GroupKind::linear) return std::uint64_t{group.state_bytes_layer} * group.layers;
     const std::uint64_t ratio = std::max<std::uint32_t>(1, group.compress_ratio);

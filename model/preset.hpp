@@ -85,7 +85,16 @@ std::uint64_t segment_bytes(const CacheGroup& group, std::uint32_t tokens);
 
 // The forms a group stores on the GPU. Full groups store compressed segments and, when the
 // segment is longer than a block, an uncompressed tail; on-disk copies are form on_disk_prefix.
-Form primary_form(const CacheGroup& group);
+inline Form primary_form(const CacheGroup& group) {
+    switch (group.kind) {
+        case GroupKind::full: return Form::compressed_kv;
+        case GroupKind::swa:
+        case GroupKind::chunked: return Form::swa_window;
+        case GroupKind::indexer: return Form::indexer_state;
+        case GroupKind::linear: return Form::linear_state;
+    }
+    return Form::compressed_kv;
+}
 
 const std::vector<ModelConfig>& presets();
 const ModelConfig* find_preset(std::string_view name);

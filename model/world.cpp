@@ -67,17 +67,6 @@ std::string_view phase_name(Phase phase) {
     return "?";
 }
 
-std::uint64_t RequestSpec::key(std::uint32_t tokens) const {
-    if (tokens == 0 || chain.empty()) return 0;
-    if (tokens <= input_tokens) {
-        const std::size_t block = (tokens - 1) / content_block_tokens;
-        KV_ASSERT(block < chain.size(), "content chain shorter than the prompt");
-        return hash_combine(chain[block], tokens);
-    }
-    // Greedy decoding: identical prompts continue identically, so the continuation is keyed on the prompt.
-    return hash_combine(hash_combine(chain.back(), 0xdec0deULL), tokens);
-}
-
 RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
                               std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens) {
     KV_ASSERT(content_block_tokens > 0, "content blocks need a size");

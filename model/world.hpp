@@ -162,7 +162,17 @@ struct RequestSpec {
     std::uint32_t output_tokens = 0;
     std::uint32_t content_block_tokens = 512;
     std::vector<std::uint64_t> chain;    // chain[i]: hash of content blocks 0..i
-    std::uint64_t key(std::uint32_t tokens) const;  // content key of the prefix [0, tokens)
+    // Content key of the prefix [0, tokens); inline, as every walk over the index asks for it.
+    std::uint64_t key(std::uint32_t tokens) const {
+        if (tokens == 0 || chain.empty()) return 0;
+        if (tokens <= input_tokens) {
+            const std::size_t block = (tokens - 1) / content_block_tokens;
+            KV_ASSERT(block < chain.size(), "content chain shorter than the prompt");
+            return hash_combine(chain[block], tokens);
+        }
+        // Greedy decoding: identical prompts continue identically, so the continuation is keyed on the prompt.
+        return hash_combine(hash_combine(chain.back(), 0xdec0deULL), tokens);
+    }
 };
 
 // Builds a spec from per-block content ids, chaining them so that equal prefixes share keys and a
