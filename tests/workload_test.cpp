@@ -365,6 +365,27 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         << "the last of repeated keys counts, as in the DOM (the first, 1 ms, would go back from 10 ms)";
 }
 
+// Proves: the UTF-8 check names the first bad byte wherever it falls against the eight-byte
+// ASCII skip (before, inside and after a run of whole words), and walks over valid multi-byte
+// sequences in any alignment without taking their bytes for errors.
+TEST(Utf8Check, FindsTheFirstBadByteAtEveryOffset) {
+    const std::string ascii(37, 'a');
+    EXPECT_EQ(find_invalid_utf8(ascii), std::string_view::npos);
+    for (std::size_t at = 0; at < ascii.size(); ++at) {
+        std::string bad = ascii;
+        bad[at] = static_cast<char>(0xFF);  // never valid in UTF-8
+        EXPECT_EQ(find_invalid_utf8(bad), at) << "0xFF at " << at;
+        std::string valid = ascii;
+        valid.insert(at, "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");  // 2-, 3- and 4-byte sequences
+        EXPECT_EQ(find_invalid_utf8(valid), std::string_view::npos) << "valid sequences at " << at;
+        valid.back() = static_cast<char>(0xC3);  // a lead byte with nothing after it
+        EXPECT_EQ(find_invalid_utf8(valid), valid.size() - 1) << "truncated sequence after one at " << at;
+        std::string overlong = ascii;
+        overlong.insert(at, "\xE0\x80\x80");  // overlong encoding of U+0000: the second byte is out of range
+        EXPECT_EQ(find_invalid_utf8(overlong), at + 1) << "overlong form at " << at;
+    }
+}
+
 // Proves: Mooncake refuses other units or block sizes instead of silently ignoring them, and
 // the limit stops after that many requests.
 TEST_F(Workload, OptionsAreChecked) {
