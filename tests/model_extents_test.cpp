@@ -21,6 +21,15 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges(const World& w, std:
 
 using Ranges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 
+// Request 1 has written a 128-token extent of group c1; request 2 (returned) shares its first
+// `shared` 16-token content blocks and then diverges, 128 tokens in all.
+std::uint32_t extent_and_partial_reader(World& w, std::size_t shared) {
+    run_request(w, add(w, 1, ids(8), 128, 0));
+    std::vector<std::uint64_t> other = ids(shared);
+    for (std::uint64_t b = 901; other.size() < 8; ++b) other.push_back(b);
+    return add(w, 2, other, 128, 0);
+}
+
 }  // namespace
 
 // A write becomes one entry per chunk of extent_tokens, cut where the writer's window still
@@ -49,12 +58,9 @@ TEST(Extents, AWriteIsOneEntryPerChunk) {
 // the read is clean, and the plan names the extent with the part's range.
 TEST(Extents, AReaderResumesInsideAnExtent) {
     World w = toy_world("validated", 1 << 20, Rollout::cross_request, 128);
-    run_request(w, add(w, 1, ids(8), 128, 0));
+    const std::uint32_t b = extent_and_partial_reader(w, 5);
     const std::uint32_t extent = seg(w, kC1, 0, 128);
     ASSERT_NE(extent, kNone);
-    std::vector<std::uint64_t> other = ids(5);
-    for (std::uint64_t b : {901, 902, 903}) other.push_back(b);
-    const std::uint32_t b = add(w, 2, other, 128, 0);
     const LookupResult r = lookup_step(w, b);
     EXPECT_EQ(r.verdict, VerdictKind::resumable);
     EXPECT_EQ(r.hash_hit_len, 80u) << "five shared 16-token blocks";
@@ -192,12 +198,9 @@ TEST(Extents, ResumableBlocksCountsWhatEachBlockSays) {
 // diverges on the 32-token step grid, as Mooncake's 512-token blocks do on DeepSeek-V4's 256.)
 TEST(Extents, AReaderSplitsTheExtentItReadsPartOf) {
     World w = toy_world("validated", 1 << 20, Rollout::cross_request, 128);
-    run_request(w, add(w, 1, ids(8), 128, 0));
+    const std::uint32_t b = extent_and_partial_reader(w, 4);
     const std::uint32_t whole = seg(w, kC1, 0, 128);
     ASSERT_NE(whole, kNone);
-    std::vector<std::uint64_t> other = ids(4);
-    for (std::uint64_t b : {901, 902, 903, 904}) other.push_back(b);
-    const std::uint32_t b = add(w, 2, other, 128, 0);
     EXPECT_EQ(lookup_step(w, b).resume_len, 64u);
     ok(w, StepKind::pin, b);
     EXPECT_EQ(seg(w, kC1, 0, 64), whole) << "the read part keeps the entry";
