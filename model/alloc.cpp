@@ -265,7 +265,7 @@ void publish(World& w, std::uint32_t id) {
     s.published = true;
 }
 
-void shed(World& w, std::uint32_t id) {
+std::uint64_t shed(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     KV_ASSERT(s.form == Form::swa_window && !s.shed && s.slot != kNone && s.disk == kNone,
               "only a resident SWA entry without a disk copy sheds");
@@ -274,6 +274,7 @@ void shed(World& w, std::uint32_t id) {
     const std::uint64_t freed = before - w.bytes_of(s);
     w.gpu_used_bytes -= freed;
     w.bytes_by_form[static_cast<int>(s.form)] -= freed;
+    return freed;
 }
 
 std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {

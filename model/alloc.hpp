@@ -26,8 +26,9 @@ struct AdmissionLog {
 std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint32_t start, std::uint32_t end,
                              std::uint64_t key, std::uint32_t writer, AdmissionLog* log);
 
-// Drops the blocks of an SWA entry that no resume reads, once its writer lets go of it.
-void shed(World& w, std::uint32_t id);
+// Drops the blocks of an SWA entry that no resume reads, once its writer lets go of it; returns
+// the GPU bytes that frees.
+std::uint64_t shed(World& w, std::uint32_t id);
 
 // Splits an extent at `at`, a unit boundary inside it: [start, at) stays entry id and [at, end)
 // becomes a new entry with the same stage, versions, faults, residency and eviction age, each

@@ -400,7 +400,7 @@ private:
             tail_start -= grp.block_tokens;
         }
         if (tail_start == end) {
-            if (end == boundary) return check_full_segments_only(g, boundary, plan, loads);
+            if (end == boundary) return take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
             c.ok = false;
             c.miss = {g, Form::uncompressed_tail, MissReason::not_cached};
             return c;
@@ -410,11 +410,6 @@ private:
             take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens,
                  plan, loads, &c);
         return c;
-    }
-
-    Check check_full_segments_only(std::uint8_t g, std::uint32_t boundary, std::vector<PlanEntry>* plan,
-                                   std::vector<std::uint32_t>* loads) const {
-        return take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
     }
 
     Check check_window(std::uint8_t g, std::uint32_t len, std::uint32_t window_start, std::vector<PlanEntry>* plan,

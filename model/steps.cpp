@@ -225,9 +225,7 @@ void release_if_unread(World& w, const Request& q, std::uint32_t id, StepOutcome
         free_segment(w, id);
     } else if (!unread && s.units() > 1 && s.form == Form::swa_window && w.group(s.group).kind == GroupKind::swa &&
                !s.shed && s.slot != kNone && s.disk == kNone && retained_units(w, s) < s.units()) {
-        const std::uint64_t before = w.bytes_of(s);
-        shed(w, id);
-        out.evicted.push_back({s.form, before - w.bytes_of(s)});
+        out.evicted.push_back({s.form, shed(w, id)});
     }
 }
 

@@ -97,15 +97,15 @@ World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, L
     lru_tail.assign(config->groups.size() * 2, kNone);
     grain_tokens = resume_grain_of(*config, derived, defenses);
     for (std::uint8_t g = 0; g < config->groups.size(); ++g) {
+        const CacheGroup& grp = config->groups[g];
         // The most units, within extent_tokens and kExtentUnitsMax, whose span is a multiple of
         // both the LCM grain and the unit, so that chunk starts lie on every policy's step grid.
-        const std::uint32_t unit = unit_tokens(g, primary_form(config->groups[g]));
+        const std::uint32_t unit = unit_tokens(g, primary_form(grp));
         const std::uint64_t grid = std::lcm(std::uint64_t{derived.lcm_tokens}, std::uint64_t{unit});
         std::uint32_t units = std::min<std::uint32_t>(limits.extent_tokens / unit, kExtentUnitsMax);
         while (units > 1 && std::uint64_t{units} * unit % grid != 0) --units;
         extent_units.push_back(std::max<std::uint32_t>(units, 1));
         extent_step.push_back(std::lcm(grain_tokens, unit));
-        const CacheGroup& grp = config->groups[g];
         if (grp.kind == GroupKind::swa && grain_tokens % grp.block_tokens == 0) {
             const std::uint64_t block = grp.block_tokens;
             const std::uint64_t window = grp.window_tokens;
