@@ -162,6 +162,9 @@ std::uint32_t create_segment(World& w, std::uint8_t group, Form form, std::uint3
               "an extent stays within one chunk");
     probe.extra_units = static_cast<std::uint8_t>(units - 1);
     KV_ASSERT_EQ(w.start_of(probe), start, "a segment's start is derived from its end, unit count, group and form");
+    KV_ASSERT(probe.is_tail || w.derived.group_bytes[group].size_fixed ||
+                  w.unit_tokens(group, form) == w.derived.group_bytes[group].usual_tokens,
+              "an entry's unit is its group's usual entry (World::bytes_of sizes it so)");
     // The row a reused id names is usually cold: fetch it while make_room works (an eviction that
     // frees a segment pushes a row that is in cache anyway).
     if (!w.free_segment_ids.empty()) w.prefetch_row(w.free_segment_ids.back());

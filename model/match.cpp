@@ -525,8 +525,15 @@ Outcome settle(const World& world, const Request& request, PrefixFinds& finds, s
         const auto kind = static_cast<std::size_t>(world.group(g).kind);
         if (!d.truncate_every_group && seen_kind[kind]) at = std::max(len, strict.reach(g, start_len, grain, nullptr));
         seen_kind[kind] = true;
-        const Matcher& m = strict.check(g, at, nullptr, nullptr).ok ? strict : lenient;
-        m.check(g, at, &out.plan, &out.loads);
+        // Whether a check passes does not depend on what it records, so the strict check records
+        // as it goes and is undone for the lenient one when it fails.
+        const std::size_t planned = out.plan.size();
+        const std::size_t loading = out.loads.size();
+        if (!strict.check(g, at, &out.plan, &out.loads).ok) {
+            out.plan.erase(out.plan.begin() + static_cast<std::ptrdiff_t>(planned), out.plan.end());
+            out.loads.erase(out.loads.begin() + static_cast<std::ptrdiff_t>(loading), out.loads.end());
+            lenient.check(g, at, &out.plan, &out.loads);
+        }
     }
     return out;
 }

@@ -132,13 +132,12 @@ void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const
     index.prefetch(index_key(content_key, g, tail));
 }
 
-std::uint64_t World::bytes_of(const Segment& seg) const {
+std::uint64_t World::bytes_of_cut(const Segment& seg) const {
     const GroupBytes& b = derived.group_bytes[seg.group];
     // Tail blocks hold raw, uncompressed KV whatever the group's compression ratio.
     if (seg.is_tail) return (seg.end - start_of(seg)) * b.raw_bytes_per_token;
     if (b.size_fixed) return b.usual_bytes;
-    KV_ASSERT_EQ(unit_tokens(seg.group, seg.form), b.usual_tokens, "an entry's unit is its group's usual entry");
-    return std::uint64_t{seg.shed ? retained_units(*this, seg) : seg.units()} * b.usual_bytes;
+    return std::uint64_t{retained_units(*this, seg)} * b.usual_bytes;
 }
 
 std::uint32_t World::anchor_of(const Segment& seg) const {

@@ -291,7 +291,14 @@ struct World {
         const Segment& s = segments[id];
         return s.key == content_key && s.group == g && s.is_tail == tail;
     }
-    std::uint64_t bytes_of(const Segment& seg) const;
+    // What an entry occupies in its slot: its units at the group's usual size, except a tail
+    // block (raw KV) and a shed window extent (only the units it keeps), which bytes_of_cut sizes.
+    std::uint64_t bytes_of(const Segment& seg) const {
+        if (seg.is_tail || seg.shed) return bytes_of_cut(seg);
+        const GroupBytes& b = derived.group_bytes[seg.group];
+        return b.size_fixed ? b.usual_bytes : std::uint64_t{seg.units()} * b.usual_bytes;
+    }
+    std::uint64_t bytes_of_cut(const Segment& seg) const;
     // The tokens of one unit of a group's entries of this form: a compressed segment, else a block.
     std::uint32_t unit_tokens(std::uint8_t g, Form form) const {
         const CacheGroup& grp = config->groups[g];
