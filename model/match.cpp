@@ -54,7 +54,7 @@ std::uint32_t resumable_blocks(const World& world, std::uint8_t g, std::uint32_t
     const std::uint64_t early = shape.early;
     const std::uint64_t kept_blocks = shape.kept_blocks;
     if (from % grain == 0 && to % grain == 0 && from >= early * grain)  // whole periods past the early ones
-        return (to - from) / grain * shape.kept_blocks;
+        return static_cast<std::uint32_t>((to - from) / grain * kept_blocks);
     const std::uint64_t block = group.block_tokens;
     const std::uint64_t window = group.window_tokens;
     const std::uint64_t kept = kept_blocks * block;
