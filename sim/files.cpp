@@ -13,6 +13,7 @@
 namespace kvcheck::sim {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
+    require_output_file(path);
     const std::string temp = path + ".tmp." + std::to_string(::getpid());
     {
         std::ofstream out(temp, std::ios::binary | std::ios::trunc);
@@ -28,8 +29,9 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     std::error_code ec;
     std::filesystem::rename(temp, path, ec);
     if (ec) {
+        const std::string why = ec.message();
         std::filesystem::remove(temp, ec);
-        throw InputError(path, "", "cannot move the finished file into place: " + ec.message());
+        throw InputError(path, "", "cannot move the finished file into place: " + why);
     }
 }
 
@@ -40,10 +42,32 @@ void ensure_directory(const std::string& path) {
     if (ec) throw InputError(path, "", "cannot create the output folder: " + ec.message());
 }
 
-std::string read_file(const std::string& path) {
+void require_input_file(const std::string& path) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected a file");
-    if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory, expected a file");
+    if (!std::filesystem::exists(status)) throw InputError(path, "", "no such file");
+    // A FIFO or a device would block or never end.
+    if (!std::filesystem::is_regular_file(status)) throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file");
+}
+
+void require_output_file(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory, expected a file to write");
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+        throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file to write");
+}
+
+void require_output_folder(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
+        throw InputError(path, "", "exists and is not a directory, expected an output folder");
+}
+
+std::string read_file(const std::string& path) {
+    require_input_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path, "", std::string("cannot read: ") + std::strerror(errno));
     std::ostringstream text;

@@ -71,7 +71,8 @@ std::string line_column(const std::string& text, std::size_t byte);
 std::size_t overflow_token_start(const std::string& text, const nlohmann::json::out_of_range& error);
 
 // Parses text as JSON; a syntax error or a number literal beyond a double becomes
-// InputError(file, "LINE:COL", message).
+// InputError(file, "LINE:COL", message), and a key given twice in one object InputError(file,
+// its JSON pointer, message).
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 }  // namespace kvcheck::sim

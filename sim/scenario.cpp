@@ -8,6 +8,7 @@
 
 #include "sim/files.hpp"
 #include "sim/json_fields.hpp"
+#include "sim/metrics.hpp"
 
 namespace kvcheck::sim {
 
@@ -111,8 +112,10 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
                 if (rec.block_ids.empty())  // no ids given: the request shares nothing
                     for (std::uint32_t b = 0; b < needed; ++b) rec.block_ids.push_back((std::uint64_t{i + 1} << 40) | b);
                 if (rec.block_ids.size() != needed)
-                    problems.add(at + "/blocks", "expected " + std::to_string(needed) + " block ids for " +
-                                                      std::to_string(rec.input_tokens) + " tokens, got " + std::to_string(rec.block_ids.size()));
+                    problems.add(at + "/blocks", "expected " + std::to_string(needed) + (needed == 1 ? " block id" : " block ids") +
+                                                      " for " + std::to_string(rec.input_tokens) +
+                                                      (rec.input_tokens == 1 ? " token" : " tokens") + ", got " +
+                                                      std::to_string(rec.block_ids.size()));
                 s.requests.push_back(std::move(rec));
                 r.finish();
             }
@@ -184,7 +187,40 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
     b.min = f.optional_number("min", -1e18, 1e18);
     b.max = f.optional_number("max", -1e18, 1e18);
     f.finish();
+    if (value.is_object() && !b.min && !b.max) problems.add(pointer, "expected a bound: \"min\", \"max\" or both");
+    if (b.min && b.max && *b.min > *b.max)
+        problems.add(pointer, "min " + nlohmann::json(*b.min).dump() + " is above max " + nlohmann::json(*b.max).dump() + "; no value can pass");
     return b;
+}
+
+// A bound's key must name a number in report.json. The shape is that of an empty run's report:
+// an object that is empty there (miss_reasons, a form's reasons) takes any key, since its keys
+// are the ones that occur.
+void check_report_path(const std::string& path, const std::string& pointer, Problems& problems) {
+    static const nlohmann::json shape = report_json(RunInfo{}, Metrics{});
+    const nlohmann::json* node = &shape;
+    std::string walked;
+    std::size_t from = 0;
+    while (true) {
+        const std::size_t dot = path.find('.', from);
+        const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+        if (node->is_object() && node->empty()) return;
+        if (key.empty() || !node->is_object() || !node->contains(key)) {
+            std::string known;
+            if (node->is_object())
+                for (const auto& [name, child] : node->items())
+                    if (child.is_number() || child.is_object()) known += (known.empty() ? "" : ", ") + name;
+            problems.add(pointer, "\"" + path + "\" names no number in report.json" +
+                                      (known.empty() ? std::string() : " (known" + (walked.empty() ? "" : " under " + walked) + ": " + known + ")"));
+            return;
+        }
+        node = &(*node)[key];
+        walked += (walked.empty() ? "" : ".") + key;
+        if (dot == std::string::npos) break;
+        from = dot + 1;
+    }
+    if (!node->is_number() && !(node->is_object() && node->empty()))
+        problems.add(pointer, "\"" + path + "\" is " + json_type_name(*node) + " in report.json, expected a number");
 }
 
 std::vector<std::string> invariant_list(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
@@ -213,7 +249,10 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
         const std::string at = pointer + "/" + pointer_escape(key);
         if (key == "violates") e.violates = invariant_list(item, at, problems);
         else if (key == "holds") e.holds = invariant_list(item, at, problems);
-        else e.metrics[key] = parse_bound(item, at, problems);
+        else {
+            check_report_path(key, at, problems);
+            e.metrics[key] = parse_bound(item, at, problems);
+        }
     }
     return e;
 }

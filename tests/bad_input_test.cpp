@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -275,7 +276,7 @@ TEST(BadInputCorpus, EveryFileIsUsedAndNamesAreUnique) {
         if (all_args.find(kCorpusDir + "/scenarios/" + entry.path().filename().string()) != std::string::npos)
             all_args += read_text(entry.path().string());
     all_args += read_text(kSourceDir + "/" + kCorpusDir + "/good/base.json");
-    for (const char* folder : {"scenarios", "traces", "good"})
+    for (const char* folder : {"scenarios", "traces", "good", "results"})
         for (const auto& entry : fs::directory_iterator(kSourceDir + "/" + kCorpusDir + "/" + folder)) {
             const std::string name = entry.path().filename().string();
             const bool used = all_args.find(kCorpusDir + "/" + folder + "/" + name) != std::string::npos ||
@@ -298,6 +299,40 @@ TEST(BadInputCorpus, UnreadableScenarioExitsTwo) {
     EXPECT_EQ(o.code, 2) << o.err;
     EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(path) + ": cannot read: .*\n"))) << o.err;
     EXPECT_FALSE(fs::exists(dir.path() + "/run"));
+}
+
+// A FIFO where a file is expected would block the reader forever; every reader refuses it at once.
+TEST(BadInputCorpus, FifoInsteadOfAFileExitsTwo) {
+    TempDir dir;
+    TempDir scratch;
+    const std::string fifo = dir.path() + "/fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    const std::string scenario = dir.path() + "/fifo-trace.json";
+    std::ofstream(scenario) << R"({"model": "toy", "workload": {"trace": "fifo"}})" << "\n";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> commands = {
+        {{"validate", fifo}, fifo},
+        {{"trace", "stats", fifo}, fifo},
+        {{"run", scenario, "--out", dir.path() + "/run"}, fifo},
+        {{"merge", fifo}, fifo},
+    };
+    for (const auto& [args, file] : commands) {
+        const Outcome o = run_kvcheck(args, scratch.path());
+        ASSERT_FALSE(o.timed_out) << command_line(args) << " blocked on the FIFO";
+        ASSERT_TRUE(o.exited) << o.err;
+        EXPECT_EQ(o.code, 2) << command_line(args) << "\n" << o.err;
+        EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(file) + ": is not a regular file .*\n"))) << o.err;
+    }
+    EXPECT_FALSE(fs::exists(dir.path() + "/run"));
+}
+
+// A replay of an empty folder confirms nothing, so it is bad input like a run of an empty folder.
+TEST(BadInputCorpus, EmptyScheduleFolderExitsTwo) {
+    TempDir dir;
+    TempDir scratch;
+    const Outcome o = run_kvcheck({"replay", dir.path(), "--backend", "cpu"}, scratch.path());
+    ASSERT_TRUE(o.exited) << o.err;
+    EXPECT_EQ(o.code, 2) << o.err;
+    EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(dir.path()) + ": no \\*\\.json schedules in this folder\n"))) << o.err;
 }
 
 }  // namespace

@@ -2,12 +2,16 @@
 // short counterexample that replays, and counterexamples round-trip through scenario files.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
+
+#include <sys/wait.h>
 
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
@@ -350,5 +354,45 @@ TEST(Explorer, SymmetryReductionIsSoundAndKeepsCounterexamplesShortest) {
         const sim::ExploreReport plain = explore("reference", p.name, p.breaks);
         ASSERT_TRUE(r.counterexample.has_value() && plain.counterexample.has_value()) << name;
         EXPECT_EQ(r.counterexample->steps.size(), plain.counterexample->steps.size()) << name;
+    }
+}
+
+namespace {
+
+// Runs the kvcheck binary with `args`; returns its exit code and stdout and stderr together.
+std::pair<int, std::string> run_cli(const std::string& args) {
+    std::string output;
+    FILE* pipe = ::popen((std::string(KVCHECK_BINARY) + " " + args + " 2>&1").c_str(), "r");
+    if (pipe == nullptr) return {-1, output};
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace
+
+// `kvcheck mutants` ends with its score: a caught mutant counts, one the scope is too small for
+// does not and fails the command, and validated's line says whether it stayed clean.
+TEST(MutantsCommand, PrintsTheMutationScore) {
+    const auto [caught_code, caught] = run_cli("mutants --scope small --policy no-revalidate --quiet");
+    EXPECT_EQ(caught_code, 0) << caught;
+    EXPECT_NE(caught.find("\nmutation score: 1/1 broken policies detected\n"), std::string::npos) << caught;
+    // docs/tutorial.md: the small scope is too small to catch no-lcm.
+    const auto [missed_code, missed] = run_cli("mutants --scope small --policy no-lcm --quiet");
+    EXPECT_EQ(missed_code, 1) << missed;
+    EXPECT_NE(missed.find("\nmutation score: 0/1 broken policies detected\n"), std::string::npos) << missed;
+    const auto [clean_code, clean] = run_cli("mutants --scope small --policy validated --quiet");
+    EXPECT_EQ(clean_code, 0) << clean;
+    const std::string states = std::to_string(explore("small", "validated").states);
+    EXPECT_NE(clean.find("\nmutation score: validated clean over " + states + " states\n"), std::string::npos) << clean;
+}
+
+// The --scope help of check and mutants names every scope there is.
+TEST(MutantsCommand, ScopeHelpNamesEveryScope) {
+    for (const char* command : {"check", "mutants"}) {
+        const auto [code, help] = run_cli(std::string(command) + " --help");
+        EXPECT_EQ(code, 0) << help;
+        for (const std::string& name : sim::scope_names()) EXPECT_NE(help.find(name), std::string::npos) << command << ": " << name;
     }
 }

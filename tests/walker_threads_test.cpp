@@ -45,7 +45,7 @@ TEST(Fuzz, ThreadCountDoesNotChangeVerdicts) {
 // Proves shards partition the walks and merge back to the single-process result.
 TEST(Fuzz, ShardsMergeToTheWholeRun) {
     const sim::FuzzReport whole = run("no-pin", 1, 0, 1, true);
-    std::vector<nlohmann::json> shards;
+    std::vector<sim::FuzzResultFile> shards;
     for (std::uint32_t i = 0; i < 2; ++i) {
         sim::FuzzOptions o;
         o.policy = "no-pin";
@@ -54,7 +54,7 @@ TEST(Fuzz, ShardsMergeToTheWholeRun) {
         o.shard_index = i;
         o.shard_count = 2;
         o.stop_at_first = false;
-        shards.push_back(sim::fuzz_json(sim::fuzz(o)));
+        shards.push_back({"shard" + std::to_string(i), sim::fuzz_json(sim::fuzz(o))});
     }
     const nlohmann::json merged = sim::merge_fuzz_json(shards);
     EXPECT_EQ(merged["walks"].get<std::uint64_t>(), whole.walks);

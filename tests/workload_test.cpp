@@ -96,7 +96,7 @@ TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {
     const std::string path = write("g.jsonl",
                                    "{\"timestamp\": \"1700000000.25\", \"input_length\": 17, \"output_length\": 1, \"hash_ids\": [5, 9]}\n"
                                    "{\"timestamp\": 1700000000.5, \"input_length\": 16, \"output_length\": 2, \"hash_ids\": [5], \"extra\": true}\n"
-                                   "{\"timestamp\": 1700000002, \"input_length\": 0, \"output_length\": 3, \"hash_ids\": []}\n");
+                                   "{\"timestamp\": 1700000002, \"input_length\": 1, \"output_length\": 3, \"hash_ids\": [7]}\n");
     const auto records = read_all(path, jsonl(TimeUnit::s, 16));
     ASSERT_EQ(records.size(), 3u);
     EXPECT_EQ(records[0].arrival_ns, 0u);
@@ -104,7 +104,7 @@ TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {
     EXPECT_EQ(records[2].arrival_ns, 1'750'000'000u);
     EXPECT_EQ(records[0].block_tokens, 16u);
     EXPECT_EQ(records[0].block_ids, (std::vector<std::uint64_t>{5, 9}));
-    EXPECT_TRUE(records[2].block_ids.empty());
+    EXPECT_EQ(records[2].block_ids, (std::vector<std::uint64_t>{7}));
 
     const std::string micro = write("u.jsonl", "{\"timestamp\": \"12.5\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
                                                "{\"timestamp\": 40, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n");
@@ -271,7 +271,7 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         R"({"timestamp": 0, "input_length": 1025, "output_length": 7, "hash_ids": [0, 1, 2]})",
         R"({"timestamp":5,"input_length":512,"output_length":0,"hash_ids":[18446744073709551615]})",
         " \t{ \"hash_ids\" : [ 3 ,\t4 ] , \"output_length\" : 16777216 , \"input_length\" : 513 , \"timestamp\" : 6 } \t\r",
-        R"({"timestamp": 7, "input_length": 0, "output_length": 1, "hash_ids": [], "note": "caf\u00e9 \"x\"", "n": null,)"
+        R"({"timestamp": 7, "input_length": 1, "output_length": 1, "hash_ids": [4], "note": "caf\u00e9 \"x\"", "n": null,)"
         R"( "b": true, "f": -1.5e308, "i": -7, "u": 99999999999999999999999})",
         R"({"time\u0073tamp": 18446744073709, "input_length": 1, "output_length": 2, "hash_ids": [0]})",
         R"({"timestamp": 18446744073709, "input_length": 16777216, "output_length": 3, "hash_ids": [)" + ids_32768 + "]}",
@@ -280,7 +280,7 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         R"({"timestamp": "1700000000.25", "input_length": 17, "output_length": 1, "hash_ids": [5, 9]})",
         R"({"timestamp": 1700000000.5, "input_length": 16, "output_length": 2, "hash_ids": [5]})",
         R"({"timestamp": 1.7000000015e9, "input_length": 33, "output_length": 0, "hash_ids": [5, 6, 7]})",
-        R"({"timestamp": 1700000002, "input_length": 0, "output_length": 3, "hash_ids": [], "extra": 1})",
+        R"({"timestamp": 1700000002, "input_length": 1, "output_length": 3, "hash_ids": [9], "extra": 1})",
         R"({"timestamp": "1.7000000025e9", "input_length": 1, "output_length": 3, "hash_ids": [8]})",
     };
     const std::vector<std::pair<std::vector<std::string>, TraceOptions>> traces = {{mooncake, TraceOptions{}},

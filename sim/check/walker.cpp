@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "model/core.hpp"
+#include "model/invariants.hpp"
+#include "model/policy.hpp"
+#include "sim/input_error.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvcheck::sim {
@@ -171,6 +175,41 @@ nlohmann::json fuzz_json(const FuzzReport& r) {
             {"violations", found}};
 }
 
+void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
+    const auto fail = [&](const std::string& pointer, const std::string& what) { throw InputError(file, pointer, what); };
+    if (!result.is_object() || result.value("kind", nlohmann::json()) != "kvcheck.fuzz/1")
+        fail("/kind", "expected a kvcheck fuzz result (\"kind\": \"kvcheck.fuzz/1\")");
+    const auto count = [&](const nlohmann::json& parent, const std::string& pointer, const char* key) {
+        if (!parent.contains(key) || !parent.at(key).is_number_unsigned())
+            fail(pointer + "/" + key, "expected a whole number of 0 or more");
+        return parent.at(key).get<std::uint64_t>();
+    };
+    if (!result.contains("policy") || !result["policy"].is_string() || model::find_policy(result["policy"].get<std::string>()) == nullptr)
+        fail("/policy", "expected the name of a policy (known: " + model::policy_names() + ")");
+    count(result, "", "seed");
+    const nlohmann::json* shard = result.contains("shard") ? &result["shard"] : nullptr;
+    if (shard == nullptr || !shard->is_array() || shard->size() != 2 || !(*shard)[0].is_number_unsigned() ||
+        !(*shard)[1].is_number_unsigned() || (*shard)[0].get<std::uint64_t>() >= (*shard)[1].get<std::uint64_t>() ||
+        (*shard)[1].get<std::uint64_t>() > UINT32_MAX)
+        fail("/shard", "expected [i, n] with 0 <= i < n, the one shard the file comes from (a merged result is not merged again)");
+    count(result, "", "walks");
+    count(result, "", "steps");
+    count(result, "", "next_walk");
+    if (!result.contains("violations") || !result["violations"].is_array()) fail("/violations", "expected an array");
+    for (std::size_t i = 0; i < result["violations"].size(); ++i) {
+        const nlohmann::json& v = result["violations"][i];
+        const std::string at = "/violations/" + std::to_string(i);
+        if (!v.is_object()) fail(at, "expected an object with walk, invariant, steps and scenario");
+        count(v, at, "walk");
+        bool known = false;
+        for (const model::InvariantInfo& info : model::invariant_catalogue())
+            known = known || (v.contains("invariant") && v["invariant"].is_string() && v["invariant"].get<std::string>() == info.name);
+        if (!known) fail(at + "/invariant", "expected the name of an invariant");
+        if (!v.contains("steps") || !v["steps"].is_array()) fail(at + "/steps", "expected an array of step descriptions");
+        if (!v.contains("scenario") || !v["scenario"].is_object()) fail(at + "/scenario", "expected the counterexample as a scenario object");
+    }
+}
+
 nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options) {
     options.first_walk = previous.at("next_walk").get<std::uint64_t>();
     options.seed = previous.at("seed").get<std::uint64_t>();
@@ -180,15 +219,24 @@ nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options
     return previous.at("violations");
 }
 
-nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards) {
+nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
     nlohmann::json merged = {{"kind", "kvcheck.fuzz/1"}, {"walks", 0}, {"steps", 0}};
     std::vector<nlohmann::json> found;
     nlohmann::json covered = nlohmann::json::array();
-    for (const nlohmann::json& s : shards) {
+    std::map<std::uint64_t, const std::string*> seen;  // shard index -> the file it came from
+    for (const FuzzResultFile& file : shards) {
+        const nlohmann::json& s = file.result;
         // One campaign only: shards of another policy, seed or shard count do not add up.
-        if (!shards.empty() && (s.at("policy") != shards.front().at("policy") || s.at("seed") != shards.front().at("seed") ||
-                                s.at("shard").at(1) != shards.front().at("shard").at(1)))
-            throw std::invalid_argument("these fuzz results come from different campaigns (policy, seed or shard count differ)");
+        const FuzzResultFile& first = shards.front();
+        for (const char* key : {"policy", "seed"})
+            if (s.at(key) != first.result.at(key))
+                throw InputError(file.path, std::string("/") + key, "from another campaign: " + s.at(key).dump() + " here, " +
+                                                                        first.result.at(key).dump() + " in " + first.path);
+        if (s.at("shard").at(1) != first.result.at("shard").at(1))
+            throw InputError(file.path, "/shard/1", "from another campaign: shard count " + s.at("shard").at(1).dump() + " here, " +
+                                                        first.result.at("shard").at(1).dump() + " in " + first.path);
+        const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
+        if (!fresh) throw InputError(file.path, "/shard/0", "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
         merged["policy"] = s.at("policy");
         merged["seed"] = s.at("seed");
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();

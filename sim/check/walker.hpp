@@ -58,10 +58,20 @@ FuzzReport fuzz(const FuzzOptions& options);
 Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
 
 nlohmann::json fuzz_json(const FuzzReport& report);
-// Reads a fuzz.json written by an interrupted (or finished) run, to continue it with --resume:
-// fills first_walk from its next_walk and returns the violations found so far (as JSON).
+// Checks a fuzz.json of one shard, read from `file`, before it is resumed or merged: throws
+// InputError naming the file and the JSON pointer of the first field that is missing or wrong.
+void check_fuzz_json(const nlohmann::json& result, const std::string& file);
+// Reads a checked fuzz.json written by an interrupted (or finished) run, to continue it with
+// --resume: fills first_walk from its next_walk and returns the violations found so far (as JSON).
 nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options);
+// One shard's checked fuzz.json and the file it came from.
+struct FuzzResultFile {
+    std::string path;
+    nlohmann::json result;
+};
 // Merges shard results deterministically: walks and steps add up, violations are ordered by walk.
-nlohmann::json merge_fuzz_json(const std::vector<nlohmann::json>& shards);
+// Throws InputError naming the file when a shard comes from another campaign (policy, seed or
+// shard count) or was merged already.
+nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards);
 
 }  // namespace kvcheck::sim

@@ -105,6 +105,7 @@ private:
             throw InputError(path(), place(0), "expected a TIMESTAMP like 2023-11-16 18:17:03.9799600, got \"" +
                                                    shortened(std::string(stamp)) + "\"");
         out.input_tokens = unsigned_column(context, starts[1], "ContextTokens", kInputTokensMax);
+        if (out.input_tokens == 0) throw InputError(path(), place(starts[1]), "expected ContextTokens at least 1, got 0");
         out.output_tokens = unsigned_column(generated, starts[2], "GeneratedTokens", kOutputTokensMax);
         out.block_tokens = options_.block_tokens;
         sharing_.assign(out.input_tokens, out.block_ids);

@@ -132,6 +132,7 @@ private:
                              "expected a JSON object with keys " + std::string(kExpectedKeys) + ", got " + describe(object));
         const std::uint64_t absolute_ns = timestamp_ns(field(object, "timestamp"));
         out.input_tokens = static_cast<std::uint32_t>(unsigned_field(object, "input_length", kInputTokensMax));
+        check_prompt(out.input_tokens);
         out.output_tokens = static_cast<std::uint32_t>(unsigned_field(object, "output_length", kOutputTokensMax));
         out.block_tokens = options_.block_tokens;
         read_hash_ids(field(object, "hash_ids"), out);
@@ -144,6 +145,7 @@ private:
     void take_flat_line(TraceRecord& out) {
         const std::uint64_t absolute_ns = timestamp_ns(flat_.timestamp);
         out.input_tokens = static_cast<std::uint32_t>(at_most("input_length", flat_.input_length, kInputTokensMax));
+        check_prompt(out.input_tokens);
         out.output_tokens = static_cast<std::uint32_t>(at_most("output_length", flat_.output_length, kOutputTokensMax));
         out.block_tokens = options_.block_tokens;
         check_hash_id_count(flat_.hash_ids.size(), out);
@@ -188,6 +190,11 @@ private:
         if (number > max)
             fail_at(key, "expected \"" + key + "\" at most " + std::to_string(max) + ", got " + std::to_string(number));
         return number;
+    }
+
+    // A request without a prompt has nothing to look up or cache (a scenario's input_tokens is at least 1 too).
+    void check_prompt(std::uint32_t input_tokens) const {
+        if (input_tokens == 0) fail_at("input_length", "expected \"input_length\" at least 1, got 0");
     }
 
     void read_hash_ids(const json& ids, TraceRecord& out) const {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "sim/files.hpp"
 #include "sim/input_error.hpp"
 #include "sim/workload/readers.hpp"
 
@@ -59,9 +60,7 @@ TraceFormat guess_trace_format(const std::string& path) {
 }
 
 LineSource::LineSource(const std::string& path) : path_(path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected a trace file");
-    if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+    require_input_file(path);
     in_.open(path, std::ios::binary);
     if (!in_) throw InputError(path, "", std::string("cannot read: ") + std::strerror(errno));
 }

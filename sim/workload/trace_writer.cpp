@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include "sim/files.hpp"
 #include "sim/input_error.hpp"
 
 namespace kvcheck::sim {
@@ -45,6 +46,7 @@ TraceWriter::TraceWriter(const std::string& path) : path_(path) {
         file_ = stdout;
         return;
     }
+    require_output_file(path_);
     temp_path_ = path_ + ".tmp." + std::to_string(::getpid());
     file_ = std::fopen(temp_path_.c_str(), "wb");
     if (file_ == nullptr) throw InputError(path_, "", std::string("cannot write: ") + std::strerror(errno));
@@ -86,8 +88,9 @@ void TraceWriter::finish() {
     }
     std::filesystem::rename(temp_path_, path_, ec);
     if (ec) {
+        const std::string why = ec.message();
         std::filesystem::remove(temp_path_, ec);
-        throw InputError(path_, "", "cannot move the finished file into place: " + ec.message());
+        throw InputError(path_, "", "cannot move the finished file into place: " + why);
     }
 }
 

@@ -2,12 +2,15 @@
 // front door. Counterexamples come out as a numbered step list, counterexample.json (a scenario
 // `kvcheck run` reproduces without the checker) and counterexample.dot.
 #include <atomic>
+#include <charconv>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -70,23 +73,28 @@ struct CheckArgs {
     bool liveness = false;
 };
 
+std::string known_scopes() {
+    std::string names;
+    for (const std::string& known : sim::scope_names()) names += (names.empty() ? "" : ", ") + known;
+    return names;
+}
 }  // namespace
 
 sim::Scope scope_or_throw(const std::string& name) {
     for (const std::string& known : sim::scope_names())
         if (known == name) return sim::named_scope(name);
-    std::string names;
-    for (const std::string& known : sim::scope_names()) names += (names.empty() ? "" : ", ") + known;
-    throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: " + names + ")");
+    throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: " + known_scopes() + ")");
 }
+
+std::string scope_help() { return "Named scope (default reference): " + known_scopes(); }
 
 void register_check(CLI::App& app, Common& common) {
     auto a = std::make_shared<CheckArgs>();
     auto* cmd = app.add_subcommand("check", "Explore every interleaving at a bounded scope (breadth-first, state hashing)");
-    cmd->add_option("--scope", a->scope, "Named scope: reference (default), small or pin-epoch");
+    cmd->add_option("--scope", a->scope, scope_help());
     cmd->add_option("--policy", a->policy, "Policy to check (default validated)");
     cmd->add_option("--invariant", a->target, "Stop only at violations of this invariant");
-    cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)");
+    cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)")->check(CLI::Range(std::uint64_t{1}, UINT64_MAX));
     cmd->add_option("--max-seconds", a->max_seconds, "Time bound (reported when hit)");
     cmd->add_option("--out", a->out, "Write counterexample.json and counterexample.dot here");
     cmd->add_option("--reduction", a->reduction, "none (default) or symmetry: merge states that differ only by segment ids");
@@ -98,6 +106,7 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     cmd->add_flag("--quiet", a->quiet, "No progress line");
     cmd->callback([a, cmd, &common] {
+        if (!a->out.empty()) sim::require_output_folder(a->out);
         // A resumed run answers the checkpoint's question; a flag that asks another is an input error.
         std::optional<sim::ExploreCheckpoint> resumed;
         if (!a->resume.empty()) {
@@ -120,6 +129,15 @@ void register_check(CLI::App& app, Common& common) {
         }
         const model::PolicyInfo& policy = policy_or_throw(a->policy);
         const sim::Scope scope = scope_or_throw(a->scope);
+        if (!a->target.empty()) {
+            std::string names;
+            bool known = false;
+            for (const model::InvariantInfo& info : model::invariant_catalogue()) {
+                known = known || info.name == a->target;
+                names += (names.empty() ? "" : ", ") + std::string(info.name);
+            }
+            if (!known) throw sim::InputError("", "--invariant", "unknown invariant \"" + a->target + "\" (known: " + names + ")");
+        }
         sim::ExploreOptions options;
         if (resumed) options.resume = &*resumed;
         options.reduction = reduction_or_throw(a->reduction);
@@ -197,7 +215,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_option("--seconds", o->seconds, "Budget in seconds (0 = no time bound)");
     cmd->add_option("--threads", o->threads, "Worker threads")->check(CLI::Range(1u, 256u));
     cmd->add_option("--shard", *shard, "Run shard i of n (i/n): walks with index % n == i");
-    cmd->add_option("--depth", o->depth, "Steps per walk");
+    cmd->add_option("--depth", o->depth, "Steps per walk")->check(CLI::Range(1u, 1000000u));
     cmd->add_option("--out", *out, "Write fuzz.json (for kvcheck merge) and the first counterexample here");
     cmd->add_flag("--keep-going", *keep_going, "Run to the budget instead of stopping at the first violation");
     cmd->add_option("--resume", *resume, "Continue from a fuzz.json written by an interrupted run (same budget flags)");
@@ -206,17 +224,18 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_flag("--quiet", *quiet, "No progress line");
     cmd->callback([=, &common] {
         policy_or_throw(o->policy);
-        const auto slash = shard->find('/');
-        try {
-            if (slash == std::string::npos) throw std::invalid_argument("no slash");
-            o->shard_index = static_cast<std::uint32_t>(std::stoul(shard->substr(0, slash)));
-            o->shard_count = static_cast<std::uint32_t>(std::stoul(shard->substr(slash + 1)));
-        } catch (const std::exception&) {
+        // i/n exactly: two decimal numbers and one slash, nothing else.
+        static const std::regex kShard("([0-9]+)/([0-9]+)");
+        std::smatch parts;
+        const auto number = [](const std::string& digits, std::uint32_t& value) {
+            return std::from_chars(digits.data(), digits.data() + digits.size(), value).ec == std::errc();
+        };
+        if (!std::regex_match(*shard, parts, kShard) || !number(parts[1], o->shard_index) || !number(parts[2], o->shard_count))
             throw sim::InputError("", "--shard", "expected i/n such as 0/4, got \"" + *shard + "\"");
-        }
         if (o->shard_count == 0 || o->shard_index >= o->shard_count)
             throw sim::InputError("", "--shard", "expected 0 <= i < n, got \"" + *shard + "\"");
         if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
+        if (!out->empty()) sim::require_output_folder(*out);
         o->stop_at_first = !*keep_going;
         o->swarm = !*no_swarm;
         nlohmann::json carried = nlohmann::json::array();
@@ -224,8 +243,7 @@ void register_fuzz(CLI::App& app, Common& common) {
         std::uint64_t steps_before = 0;
         if (!resume->empty()) {
             const nlohmann::json previous = sim::parse_json_text(sim::read_file(*resume), *resume);
-            if (!previous.is_object() || !previous.contains("next_walk") || !previous.contains("shard"))
-                throw sim::InputError(*resume, "/next_walk", "expected a fuzz.json written by kvcheck fuzz --out");
+            sim::check_fuzz_json(previous, *resume);
             carried = sim::resume_point(previous, *o);
             walks_before = previous.value("walks", 0ULL);
             steps_before = previous.value("steps", 0ULL);
@@ -276,14 +294,18 @@ void register_merge(CLI::App& app, Common& common) {
     cmd->add_option("files", *files, "fuzz.json files")->required();
     cmd->add_option("--out", *out, "Write the merged result here (default: stdout)");
     cmd->callback([files, out, &common] {
-        std::vector<nlohmann::json> shards;
+        if (!out->empty()) sim::require_output_file(*out);
+        std::vector<sim::FuzzResultFile> shards;
         for (const std::string& f : *files) {
             nlohmann::json j = sim::parse_json_text(sim::read_file(f), f);
-            if (!j.is_object() || j.value("kind", "") != "kvcheck.fuzz/1" || !j.contains("walks") || !j.contains("violations"))
-                throw sim::InputError(f, "/kind", "expected a kvcheck fuzz result (\"kind\": \"kvcheck.fuzz/1\")");
-            shards.push_back(std::move(j));
+            sim::check_fuzz_json(j, f);
+            shards.push_back({f, std::move(j)});
         }
         const nlohmann::json merged = sim::merge_fuzz_json(shards);
+        const std::uint64_t count = merged["shards"].front().at(1).get<std::uint64_t>();
+        if (merged["shards"].size() < count)
+            std::fprintf(stderr, "kvcheck merge: %zu of %llu shards merged; the walks of the others did not run\n", merged["shards"].size(),
+                         static_cast<unsigned long long>(count));
         if (out->empty()) std::cout << merged.dump(2) << "\n";
         else sim::write_file_atomic(*out, merged.dump(2) + "\n");
         common.exit_code = merged["violations"].empty() ? 0 : 1;

@@ -31,5 +31,7 @@ void register_report(CLI::App& app, Common& common);
 
 // The named scope for a --scope value; InputError naming the known ones otherwise.
 sim::Scope scope_or_throw(const std::string& name);
+// The --scope help line, listing every named scope.
+std::string scope_help();
 
 }  // namespace kvcheck::cli

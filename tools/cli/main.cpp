@@ -1,9 +1,67 @@
 // kvcheck entry point: builds the subcommands, runs the chosen one, maps errors to exit codes.
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <regex>
+#include <string>
 
 #include "sim/input_error.hpp"
 #include "tools/cli/commands.hpp"
+
+namespace {
+
+// CLI11 reads numbers leniently: "-1" as 2^64 - 1 for an unsigned option, an overflowing count as
+// the largest one, "010" as octal, "nan" and "inf" as reals. So every option is checked before
+// CLI11 converts it: a count is plain decimal that fits in 64 bits, a real number is finite and
+// not negative, and text is not empty. (The validators have no description: --help is unchanged.)
+std::string count_problem(std::string& text) {
+    std::uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, value);
+    if (text.empty() || text.front() < '0' || text.front() > '9' || stop != end)
+        return "expected a whole number of 0 or more in decimal, got \"" + text + "\"";
+    if (error == std::errc::result_out_of_range) return "\"" + text + "\" is too large (at most 18446744073709551615)";
+    text = std::to_string(value);  // CLI11 would read leading zeros as octal
+    return "";
+}
+
+std::string real_problem(const std::string& text) {
+    double value = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, value);
+    if (text.empty() || stop != end || error != std::errc() || !std::isfinite(value) || value < 0)
+        return "expected a finite number of 0 or more, got \"" + text + "\"";
+    return "";
+}
+
+void check_values(CLI::App& app) {
+    const CLI::Validator count([](std::string& text) { return count_problem(text); }, "", "count");
+    const CLI::Validator real([](std::string& text) { return real_problem(text); }, "", "real");
+    const CLI::Validator text([](std::string& value) { return value.empty() ? std::string("expected a value, got \"\"") : std::string(); },
+                              "", "text");
+    for (CLI::Option* option : app.get_options()) {
+        const std::string type = option->get_type_name();
+        if (type.rfind("UINT", 0) == 0 || type.rfind("INT", 0) == 0) option->transform(count);  // no option takes a negative value
+        else if (type.rfind("FLOAT", 0) == 0) option->transform(real);
+        else if (type.rfind("TEXT", 0) == 0) option->transform(text);
+    }
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_values(*sub);
+}
+
+// A command-line error as one line, `kvcheck: <input>:--option: what was wrong`: the place is the
+// option CLI11's message names first.
+std::string command_line_error(const std::string& what) {
+    static const std::regex named("^(--?[A-Za-z][A-Za-z0-9-]*): (.*)$");
+    static const std::regex mentioned("(--[A-Za-z][A-Za-z0-9-]*)");
+    std::smatch m;
+    if (std::regex_match(what, m, named)) return kvcheck::sim::InputError("", m[1], std::string(m[2]) + " (see --help)").what();
+    if (std::regex_search(what, m, mentioned)) return kvcheck::sim::InputError("", m[1], what + " (see --help)").what();
+    return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"kvcheck: simulator and model checker for hybrid-attention prefix/KV cache managers"};
@@ -23,11 +81,13 @@ int main(int argc, char** argv) {
     kvcheck::cli::register_replay(app, common);
     kvcheck::cli::register_trace(app, common);
     kvcheck::cli::register_bench(app, common);
+    check_values(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);
-        return code == 0 ? 0 : 2;
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        std::fprintf(stderr, "kvcheck: %s\n", command_line_error(e.what()).c_str());
+        return 2;
     } catch (const kvcheck::sim::InputError& e) {
         std::fprintf(stderr, "kvcheck: %s\n", e.what());
         return 2;

@@ -26,7 +26,7 @@ void register_mutants(CLI::App& app, Common& common) {
     auto only = std::make_shared<std::string>();
     auto reduction = std::make_shared<std::string>("none");
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
-    cmd->add_option("--scope", *scope_name, "Named scope: reference (default), small or pin-epoch");
+    cmd->add_option("--scope", *scope_name, scope_help());
     cmd->add_option("--policy", *only, "Check only this policy");
     cmd->add_option("--max-seconds", *seconds, "Time bound per policy");
     cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
@@ -41,6 +41,9 @@ void register_mutants(CLI::App& app, Common& common) {
         const sim::Scope scope = scope_or_throw(*scope_name);
         nlohmann::json rows = nlohmann::json::array();
         bool all_good = true;
+        std::size_t broken = 0;
+        std::size_t caught = 0;
+        std::string validated_said;  // how validated fared, empty when it was not checked
         if (!*json) std::printf("%-26s %-44s %-9s %-24s %6s %9s\n", "policy", "defense removed", "detected", "invariant", "steps", "seconds");
         for (const model::PolicyInfo& p : model::policies()) {
             if (!only->empty() && p.name != *only) continue;
@@ -58,6 +61,13 @@ void register_mutants(CLI::App& app, Common& common) {
             const bool detected = r.counterexample.has_value();
             const bool good = is_validated ? (!detected && r.exhausted) : detected;
             all_good = all_good && good;
+            if (is_validated)
+                validated_said = detected ? "validated VIOLATED" : (r.exhausted ? "validated clean" : "validated stopped at the bound") +
+                                                                    std::string(" over ") + std::to_string(r.states) + " states";
+            else {
+                ++broken;
+                if (detected) ++caught;
+            }
             const std::string invariant = detected ? (p.breaks.empty() ? r.counterexample->violations.front().invariant : p.breaks) : "";
             const std::size_t steps = detected ? r.counterexample->steps.size() : 0;
             rows.push_back({{"policy", p.name}, {"removes", p.removes}, {"detected", detected}, {"invariant", invariant},
@@ -78,7 +88,13 @@ void register_mutants(CLI::App& app, Common& common) {
                 sim::write_file_atomic(*regress + "/" + file, doc.dump(2) + "\n");
             }
         }
-        if (*json) std::cout << rows.dump(2) << "\n";
+        if (*json)
+            std::cout << rows.dump(2) << "\n";
+        else {
+            std::string score = broken == 0 ? "" : std::to_string(caught) + "/" + std::to_string(broken) + " broken policies detected";
+            if (!validated_said.empty()) score += (score.empty() ? "" : "; ") + validated_said;
+            std::printf("mutation score: %s\n", score.c_str());
+        }
         common.exit_code = all_good ? 0 : 1;
     });
 }

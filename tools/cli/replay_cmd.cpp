@@ -69,6 +69,8 @@ std::vector<std::string> schedule_files(const std::string& path) {
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error))
         if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path().string());
     if (error) throw sim::InputError(path, "", "cannot list the folder: " + error.message());
+    // A replay that confirms nothing must not pass: an empty folder is bad input, as for kvcheck run.
+    if (out.empty()) throw sim::InputError(path, "", "no *.json schedules in this folder");
     std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
         return fs::path(a).filename().string() < fs::path(b).filename().string();
     });
@@ -120,7 +122,7 @@ void register_replay(CLI::App& app, Common& common) {
     cmd->add_option("DIR", options->path, "Folder of *.json schedules (or one schedule file)")->required();
     cmd->add_option("--backend", options->backend, "cpu (fp32 reference) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_flag("--json", options->json, "Print the summary as JSON");
-    cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order");
     cmd->add_option("--jobs", options->jobs, "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
         ->check(CLI::Range(1, 256));
     cmd->callback([options, &common] { common.exit_code = run_replay(*options); });

@@ -168,6 +168,10 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
 }
 
 int run_command(const RunArgs& args) {
+    // Output paths are checked before anything runs, so a bad one leaves nothing behind.
+    if (!args.junit.empty()) sim::require_output_file(args.junit);
+    if (!args.out.empty()) sim::require_output_folder(args.out);
+    if (!args.schedules.empty()) sim::require_output_folder(args.schedules);
     std::vector<std::string> paths;
     std::error_code ec;
     const bool folder = std::filesystem::is_directory(args.target, ec);
@@ -259,9 +263,13 @@ void register_compare(CLI::App& app, Common& common) {
     cmd->callback([args, policies, &common] {
         const std::vector<std::string> names = split_list(*policies);
         if (names.empty()) throw sim::InputError("", "--policies", "expected at least one policy");
-        for (const std::string& n : names)
-            if (model::find_policy(n) == nullptr)
-                throw sim::InputError("", "--policies", "unknown policy \"" + n + "\" (known: " + model::policy_names() + ")");
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            if (model::find_policy(names[i]) == nullptr)
+                throw sim::InputError("", "--policies", "unknown policy \"" + names[i] + "\" (known: " + model::policy_names() + ")");
+            if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) != names.begin() + static_cast<std::ptrdiff_t>(i))
+                throw sim::InputError("", "--policies", "\"" + names[i] + "\" is listed twice");
+        }
+        if (!args->out.empty()) sim::require_output_folder(args->out);
         const sim::Scenario scenario = sim::load_scenario(args->target);
         const std::uint64_t seed = args->seed != 0 ? args->seed : scenario.seed;
         std::fprintf(args->json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());

@@ -124,7 +124,7 @@ void register_synth(CLI::App& trace, Common& common) {
     auto out = std::make_shared<std::string>();
     cmd->add_option("--from", flags->path, "Trace to fit the generator to")->required();
     add_reading_flags(cmd, *flags);
-    cmd->add_option("--requests", *requests, "Number of requests to generate")->required();
+    cmd->add_option("--requests", *requests, "Number of requests to generate")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}));
     cmd->add_option("--out-block-size", *out_block_tokens,
                     "Tokens per block in the output; all token counts scale with it (default: the source's)")
         ->check(CLI::Range(1u, sim::kInputTokensMax));
