@@ -326,6 +326,18 @@ const std::vector<InvariantInfo>& invariant_catalogue() {
     return all;
 }
 
+bool is_invariant(std::string_view name) {
+    for (const InvariantInfo& info : invariant_catalogue())
+        if (info.name == name) return true;
+    return false;
+}
+
+std::string invariant_names() {
+    std::string out;
+    for (const InvariantInfo& info : invariant_catalogue()) out += (out.empty() ? "" : ", ") + std::string(info.name);
+    return out;
+}
+
 void check_invariants(const World& w, const StepOutcome& outcome, bool structural, std::vector<Violation>& out) {
     if (w.gpu_used_bytes > w.limits.gpu_budget_bytes)
         out.push_back({"RL1_admission_cap", "GPU bytes in use " + std::to_string(w.gpu_used_bytes) + " exceed the budget " +

@@ -45,6 +45,9 @@ struct InvariantInfo {
     std::string_view summary;
 };
 const std::vector<InvariantInfo>& invariant_catalogue();
+// Whether `name` is in the catalogue, and the catalogue's names comma-separated (for error messages).
+bool is_invariant(std::string_view name);
+std::string invariant_names();
 
 // Checks every invariant after `step` produced `outcome`; appends violations to `out`.
 // `structural` adds the O(state) checks (RL2, ST1), which debug runs and explorers always enable.

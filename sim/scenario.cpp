@@ -231,9 +231,7 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     }
     for (std::size_t i = 0; i < value.size(); ++i) {
         const std::string name = value[i].is_string() ? value[i].get<std::string>() : "";
-        bool known = false;
-        for (const auto& info : model::invariant_catalogue()) known = known || info.name == name;
-        if (!known) problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + value[i].dump());
+        if (!model::is_invariant(name)) problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + value[i].dump());
         else out.push_back(name);
     }
     return out;

@@ -129,15 +129,8 @@ void register_check(CLI::App& app, Common& common) {
         }
         const model::PolicyInfo& policy = policy_or_throw(a->policy);
         const sim::Scope scope = scope_or_throw(a->scope);
-        if (!a->target.empty()) {
-            std::string names;
-            bool known = false;
-            for (const model::InvariantInfo& info : model::invariant_catalogue()) {
-                known = known || info.name == a->target;
-                names += (names.empty() ? "" : ", ") + std::string(info.name);
-            }
-            if (!known) throw sim::InputError("", "--invariant", "unknown invariant \"" + a->target + "\" (known: " + names + ")");
-        }
+        if (!a->target.empty() && !model::is_invariant(a->target))
+            throw sim::InputError("", "--invariant", "unknown invariant \"" + a->target + "\" (known: " + model::invariant_names() + ")");
         sim::ExploreOptions options;
         if (resumed) options.resume = &*resumed;
         options.reduction = reduction_or_throw(a->reduction);
