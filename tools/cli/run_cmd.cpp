@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -263,11 +264,11 @@ void register_compare(CLI::App& app, Common& common) {
     cmd->callback([args, policies, &common] {
         const std::vector<std::string> names = split_list(*policies);
         if (names.empty()) throw sim::InputError("", "--policies", "expected at least one policy");
-        for (std::size_t i = 0; i < names.size(); ++i) {
-            if (model::find_policy(names[i]) == nullptr)
-                throw sim::InputError("", "--policies", "unknown policy \"" + names[i] + "\" (known: " + model::policy_names() + ")");
-            if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) != names.begin() + static_cast<std::ptrdiff_t>(i))
-                throw sim::InputError("", "--policies", "\"" + names[i] + "\" is listed twice");
+        std::set<std::string> seen;
+        for (const std::string& n : names) {
+            if (model::find_policy(n) == nullptr)
+                throw sim::InputError("", "--policies", "unknown policy \"" + n + "\" (known: " + model::policy_names() + ")");
+            if (!seen.insert(n).second) throw sim::InputError("", "--policies", "\"" + n + "\" is listed twice");
         }
         if (!args->out.empty()) sim::require_output_folder(args->out);
         const sim::Scenario scenario = sim::load_scenario(args->target);
