@@ -190,54 +190,36 @@ std::size_t overflow_token_start(const std::string& text, const nlohmann::json::
     return text.find(what.substr(open + 1, close - open - 1));
 }
 
-namespace {
-
-// Watches a parse for an object key given twice (nlohmann keeps the last silently) and remembers
-// the JSON pointer of the first such key.
-class DuplicateKeys {
-public:
-    bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
-        using Event = nlohmann::json::parse_event_t;
-        switch (event) {
-            case Event::object_start: frames_.push_back({true, {}, {}, 0}); break;
-            case Event::array_start: frames_.push_back({false, {}, {}, 0}); break;
-            case Event::key: {
-                Frame& top = frames_.back();
-                top.key = parsed.get<std::string>();
-                if (!top.keys.insert(top.key).second && duplicate_.empty()) duplicate_ = pointer();
-                break;
-            }
-            case Event::object_end:
-            case Event::array_end:
-                frames_.pop_back();
-                next_element();
-                break;
-            case Event::value: next_element(); break;
+bool DuplicateKeys::operator()(int /*depth*/, nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+        case Event::object_start: frames_.push_back({true, {}, {}, 0}); break;
+        case Event::array_start: frames_.push_back({false, {}, {}, 0}); break;
+        case Event::key: {
+            Frame& top = frames_.back();
+            top.key = parsed.get<std::string>();
+            if (!top.keys.insert(top.key).second && duplicate_.empty()) duplicate_ = pointer();
+            break;
         }
-        return true;
+        case Event::object_end:
+        case Event::array_end:
+            frames_.pop_back();
+            next_element();
+            break;
+        case Event::value: next_element(); break;
     }
-    const std::string& duplicate() const { return duplicate_; }
+    return true;
+}
 
-private:
-    struct Frame {
-        bool object;
-        std::set<std::string> keys;  // an object's keys so far
-        std::string key;             // an object's current key
-        std::size_t index;           // an array's current element
-    };
-    void next_element() {
-        if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
-    }
-    std::string pointer() const {
-        std::string out;
-        for (const Frame& f : frames_) out += "/" + (f.object ? pointer_escape(f.key) : std::to_string(f.index));
-        return out;
-    }
-    std::vector<Frame> frames_;
-    std::string duplicate_;
-};
+void DuplicateKeys::next_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+}
 
-}  // namespace
+std::string DuplicateKeys::pointer() const {
+    std::string out;
+    for (const Frame& f : frames_) out += "/" + (f.object ? pointer_escape(f.key) : std::to_string(f.index));
+    return out;
+}
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
     try {

@@ -70,6 +70,26 @@ std::string line_column(const std::string& text, std::size_t byte);
 // text, or npos.
 std::size_t overflow_token_start(const std::string& text, const nlohmann::json::out_of_range& error);
 
+// A parser callback for nlohmann::json::parse that watches for an object key given twice
+// (nlohmann keeps the last silently) and remembers the JSON pointer of the first such key.
+class DuplicateKeys {
+public:
+    bool operator()(int depth, nlohmann::json::parse_event_t event, const nlohmann::json& parsed);
+    const std::string& duplicate() const { return duplicate_; }  // empty: no key given twice
+
+private:
+    struct Frame {
+        bool object;
+        std::set<std::string> keys;  // an object's keys so far
+        std::string key;             // an object's current key
+        std::size_t index;           // an array's current element
+    };
+    void next_element();
+    std::string pointer() const;
+    std::vector<Frame> frames_;
+    std::string duplicate_;
+};
+
 // Parses text as JSON; a syntax error or a number literal beyond a double becomes
 // InputError(file, "LINE:COL", message), and a key given twice in one object InputError(file,
 // its JSON pointer, message).

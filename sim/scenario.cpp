@@ -90,9 +90,13 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
         if (!std::filesystem::exists(s.trace_path, ec))
             problems.add("/workload/trace", "trace file " + s.trace_path + " does not exist (for public traces run tools/fetch-traces)");
     }
-    s.trace.format = parse_trace_format(f.choice("format", "mooncake", {"mooncake", "azure", "jsonl"}));
+    // As on the command line, a .csv trace is Azure unless the format is named.
+    const std::string format = std::string(trace_format_name(guess_trace_format(trace)));
+    s.trace.format = parse_trace_format(f.choice("format", format, {"mooncake", "azure", "jsonl"}));
     s.trace.time_unit = parse_time_unit(f.choice("time_unit", "ms", {"s", "ms", "us", "ns"}));
-    s.trace.block_tokens = static_cast<std::uint32_t>(f.unsigned_number("block_size", 512, 1, 1 << 20));
+    s.trace.block_tokens = static_cast<std::uint32_t>(f.unsigned_number("block_size", 512, 1, kBlockTokensMax));
+    if (const TraceOptionsProblem problem = trace_options_problem(s.trace); !trace.empty() && !problem.why.empty())
+        problems.add("/workload/" + problem.option, problem.why);
     s.trace.limit = f.unsigned_number("limit", 0, 0, 1ULL << 40);
     s.trace.seed = s.seed;
     if (const nlohmann::json* list = f.raw("requests")) {
@@ -105,7 +109,7 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
                 rec.arrival_ns = ms_to_ns(r.number("at_ms", 0, 0, 1e12));
                 rec.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 1, 1, kInputTokensMax));
                 rec.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
-                rec.block_tokens = static_cast<std::uint32_t>(r.unsigned_number("block_tokens", s.trace.block_tokens, 1, 1 << 20));
+                rec.block_tokens = static_cast<std::uint32_t>(r.unsigned_number("block_tokens", s.trace.block_tokens, 1, kBlockTokensMax));
                 rec.block_ids = r.unsigned_list("blocks", ~0ULL);
                 rec.line = i;
                 const std::uint32_t needed = blocks_for(rec.input_tokens, rec.block_tokens);

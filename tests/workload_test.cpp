@@ -341,7 +341,7 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         EXPECT_EQ(fast_error, dom_error) << line;
     }
 
-    // And lines the fast path leaves to the DOM path, good (repeated keys: the last one counts) or bad.
+    // And lines the fast path leaves to the DOM path, good or bad (repeated keys: refused there).
     for (const char* line : {
              R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "timestamp": 2})",
              R"({"x": 1, "timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "x": 2})",
@@ -361,8 +361,13 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         EXPECT_FALSE(detail::parse_flat_trace_line(line, true, flat)) << line;
     EXPECT_FALSE(detail::parse_flat_trace_line(general[1], false, flat)) << "Mooncake takes unsigned timestamps only";
     const std::string repeated = R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "timestamp": 14})";
-    EXPECT_EQ(read_all(write("repeated", joined({ok, repeated})), TraceOptions{})[1].arrival_ns, 4'000'000u)
-        << "the last of repeated keys counts, as in the DOM (the first, 1 ms, would go back from 10 ms)";
+    try {
+        read_all(write("repeated", joined({ok, repeated})), TraceOptions{});
+        ADD_FAILURE() << "a key given twice in a line is refused";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.place(), "2");
+        EXPECT_NE(std::string(e.what()).find("duplicate key /timestamp"), std::string::npos) << e.what();
+    }
 }
 
 // Proves: the UTF-8 check names the first bad byte wherever it falls against the eight-byte
@@ -485,6 +490,24 @@ TEST_F(Workload, SynthIsDeterministicAndFitted) {
     const auto big = read_all((dir_ / "a.jsonl").string(), TraceOptions{});
     ASSERT_EQ(toy.size(), big.size());
     for (std::size_t i = 0; i < toy.size(); ++i) ASSERT_EQ(toy[i].block_ids, big[i].block_ids);
+}
+
+// Proves: every synthesized prompt has at least one token, as the readers require, even when a
+// continuing request draws no new tokens and its parent has no whole block (short prompts are
+// most of this source, and one continuation in it adds nothing to its parent).
+TEST_F(Workload, SynthNeverWritesAnEmptyPrompt) {
+    std::string lines = R"({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]})" "\n"
+                        R"({"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]})" "\n";
+    for (int i = 0; i < 20; ++i)
+        lines += R"({"timestamp": )" + std::to_string(2 + i) + R"(, "input_length": 100, "output_length": 1, "hash_ids": [)" +
+                 std::to_string(10 + i) + "]}\n";
+    const TraceStats fitted = compute_trace_stats(write("short.jsonl", lines), TraceOptions{});
+    ASSERT_EQ(fitted.sharing.continuing, 1u);
+    const std::string out = (dir_ / "out.jsonl").string();
+    synthesize(fitted, 1, 5000, out);
+    const auto records = read_all(out, TraceOptions{});  // throws on a 0-token prompt
+    ASSERT_EQ(records.size(), 5000u);
+    for (const TraceRecord& r : records) ASSERT_GE(r.input_tokens, 1u) << "line " << r.line;
 }
 
 // Proves: on the full conversation trace the synthesizer reproduces its reuse ratio closely.

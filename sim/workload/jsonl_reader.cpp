@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -118,8 +119,9 @@ private:
             return;
         }
         json object;
+        DuplicateKeys duplicates;
         try {
-            object = json::parse(text);
+            object = json::parse(text, std::ref(duplicates));
         } catch (const json::parse_error& error) {
             throw InputError(path(), place(error_token_start(text, error)), "invalid JSON: " + parse_error_reason(error));
         } catch (const json::out_of_range& error) {
@@ -127,6 +129,9 @@ private:
             throw InputError(path(), at == std::string::npos ? line_place() : place(at),
                              "number out of range; expected a finite number");
         }
+        if (!duplicates.duplicate().empty())
+            throw InputError(path(), line_place(),
+                             "duplicate key " + duplicates.duplicate() + "; each key may appear once in an object");
         if (!object.is_object())
             throw InputError(path(), place(text.find_first_not_of(" \t")),
                              "expected a JSON object with keys " + std::string(kExpectedKeys) + ", got " + describe(object));

@@ -128,7 +128,10 @@ void TraceSynthesizer::next(TraceRecord& out) {
     if (parent == nullptr) new_tokens = fresh_input_tokens_.sample(rng_);
 
     shared_blocks = std::min(shared_blocks, input_tokens_max_ / source_block_tokens_);
-    const std::uint64_t input = std::min(shared_blocks * source_block_tokens_ + new_tokens, input_tokens_max_);
+    // A prompt has at least one token, as every trace reader requires: a continuation of a parent
+    // shorter than one block that draws no new tokens would otherwise be empty.
+    const std::uint64_t input =
+        std::max<std::uint64_t>(1, std::min(shared_blocks * source_block_tokens_ + new_tokens, input_tokens_max_));
     const auto blocks = static_cast<std::size_t>(ceil_div(input, source_block_tokens_));
     KV_ASSERT(shared_blocks <= blocks, "the shared prefix fits in the prompt");
     scratch_ids_.clear();
@@ -146,10 +149,11 @@ void TraceSynthesizer::next(TraceRecord& out) {
                  "one id per output block");
 
     // The parent may live in the slot this request takes (or move when the ring grows), so the
-    // ring is written only after the parent's ids were copied.
+    // ring is written only after the parent's ids were copied. The slot gets a vector of exactly
+    // this request's size: reused buffers would drift towards the longest prompt's capacity.
     if (recent_.size() < kSynthWindowRequests) recent_.emplace_back();
     Recent& slot = recent_[static_cast<std::size_t>(produced_ % kSynthWindowRequests)];
-    slot.block_ids.swap(scratch_ids_);
+    slot.block_ids = std::vector<std::uint64_t>(scratch_ids_.begin(), scratch_ids_.end());
     slot.full_blocks = static_cast<std::uint32_t>(input / source_block_tokens_);
     ++produced_;
 }

@@ -79,15 +79,22 @@ bool LineSource::next_line() {
     return true;
 }
 
+TraceOptionsProblem trace_options_problem(const TraceOptions& options) {
+    if (options.block_tokens == 0) return {"block_size", "the block size must be at least 1 token"};
+    if (options.format == TraceFormat::mooncake && options.block_tokens != kMooncakeBlockTokens)
+        return {"block_size", "Mooncake traces always use 512-token blocks; read other block sizes as format jsonl"};
+    if (options.format == TraceFormat::mooncake && options.time_unit != TimeUnit::ms)
+        return {"time_unit", "Mooncake traces always use ms; read other time units as format jsonl"};
+    if (options.format == TraceFormat::azure && options.time_unit != TimeUnit::ms)
+        return {"time_unit", "Azure traces carry date-times, so a time unit does not apply to them (it is for format jsonl)"};
+    return {};
+}
+
 std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, const TraceOptions& options) {
-    if (options.block_tokens == 0) throw InputError(path, "", "the block size must be at least 1 token");
+    if (const TraceOptionsProblem problem = trace_options_problem(options); !problem.why.empty())
+        throw InputError(path, "", problem.why);
     switch (options.format) {
-        case TraceFormat::mooncake:
-            if (options.block_tokens != kMooncakeBlockTokens || options.time_unit != TimeUnit::ms)
-                throw InputError(path, "",
-                                 "Mooncake traces always use ms and 512-token blocks; read other units or block "
-                                 "sizes as format jsonl");
-            return make_jsonl_reader(path, options);
+        case TraceFormat::mooncake: return make_jsonl_reader(path, options);
         case TraceFormat::jsonl: return make_jsonl_reader(path, options);
         case TraceFormat::azure: return make_azure_reader(path, options);
     }

@@ -28,6 +28,7 @@ std::uint64_t time_unit_ns(TimeUnit unit);
 TraceFormat guess_trace_format(const std::string& path);
 
 inline constexpr std::uint32_t kMooncakeBlockTokens = 512;
+inline constexpr std::uint32_t kBlockTokensMax = 1 << 20;           // for every block size a trace or scenario names
 inline constexpr std::uint32_t kInputTokensMax = 16'777'216;   // larger prompts are taken as corrupt data
 inline constexpr std::uint32_t kOutputTokensMax = 16'777'216;
 
@@ -39,6 +40,15 @@ struct TraceOptions {
     std::uint64_t limit = 0;                // read at most this many requests; 0 reads all
     AzureSharing sharing;                   // azure only
 };
+
+// Why a trace cannot be read with these options, before reading it: Mooncake traces are always
+// ms and 512-token blocks, Azure traces carry date-times (no time unit). `option` is the scenario
+// key at fault ("block_size", "time_unit"); both are empty when the options are fine.
+struct TraceOptionsProblem {
+    std::string option;
+    std::string why;
+};
+TraceOptionsProblem trace_options_problem(const TraceOptions& options);
 
 // One request. arrival_ns is relative to the first request of the trace, which arrives at 0.
 struct TraceRecord {

@@ -33,8 +33,8 @@ void add_reading_flags(CLI::App* cmd, InputFlags& flags) {
     cmd->add_option("--time-unit", flags.time_unit, "jsonl: unit of the timestamps (default ms)")
         ->check(CLI::IsMember({"s", "ms", "us", "ns"}));
     cmd->add_option("--block-size", flags.block_tokens, "jsonl and azure: tokens per block (default 512)")
-        ->check(CLI::Range(1u, sim::kInputTokensMax));
-    cmd->add_option("--seed", flags.seed, "Seed of the Azure prefix-sharing model (and of synth)");
+        ->check(CLI::Range(1u, sim::kBlockTokensMax));
+    cmd->add_option("--seed", flags.seed, "Seed of the Azure prefix-sharing model (synth: also of the generator)");
     cmd->add_option("--limit", flags.limit, "Read only the first N requests (0: all)");
 }
 
@@ -127,7 +127,7 @@ void register_synth(CLI::App& trace, Common& common) {
     cmd->add_option("--requests", *requests, "Number of requests to generate")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}));
     cmd->add_option("--out-block-size", *out_block_tokens,
                     "Tokens per block in the output; all token counts scale with it (default: the source's)")
-        ->check(CLI::Range(1u, sim::kInputTokensMax));
+        ->check(CLI::Range(1u, sim::kBlockTokensMax));
     cmd->add_option("--out", *out, "Output file, written atomically (default: stdout)");
     cmd->callback([flags, requests, out_block_tokens, out, &common] {
         const sim::TraceOptions options = trace_options(*flags);
