@@ -2,18 +2,62 @@
 #include "sim/files.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
 
+#include "model/core.hpp"
 #include "sim/input_error.hpp"
 
 namespace kvcheck::sim {
 
+HeldSignals::HeldSignals() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, signal);
+    pthread_sigmask(SIG_BLOCK, &held, &previous_);
+}
+
+HeldSignals::~HeldSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
+namespace {
+
+constexpr int kGuardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+char guarded_path[4096];                 // the temporary file a signal removes
+volatile std::sig_atomic_t guarding = 0;
+
+extern "C" void remove_guarded_and_die(int signal) {
+    if (guarding != 0) ::unlink(guarded_path);
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+}
+
+}  // namespace
+
+TemporaryFileGuard::TemporaryFileGuard(const std::string& path) {
+    KV_ASSERT(guarding == 0, "one temporary file guard at a time");
+    KV_ASSERT(path.size() < sizeof guarded_path, "a temporary path fits the guard's buffer");
+    std::memcpy(guarded_path, path.c_str(), path.size() + 1);
+    guarding = 1;
+    struct sigaction action {};
+    action.sa_handler = remove_guarded_and_die;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < std::size(kGuardedSignals); ++i) sigaction(kGuardedSignals[i], &action, &previous_[i]);
+}
+
+TemporaryFileGuard::~TemporaryFileGuard() {
+    for (std::size_t i = 0; i < std::size(kGuardedSignals); ++i) sigaction(kGuardedSignals[i], &previous_[i], nullptr);
+    guarding = 0;
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
     require_output_file(path);
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) ensure_directory(parent.string());
+    const HeldSignals held;
     const std::string temp = path + ".tmp." + std::to_string(::getpid());
     {
         std::ofstream out(temp, std::ios::binary | std::ios::trunc);
@@ -51,12 +95,30 @@ void require_input_file(const std::string& path) {
     if (!std::filesystem::is_regular_file(status)) throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file");
 }
 
+namespace {
+
+// Throws InputError (about `path`) unless `folder`, or the nearest existing folder above it when
+// it is missing, is a folder this process may create files in.
+void require_writable_folder(const std::string& path, std::filesystem::path folder) {
+    std::error_code ec;
+    if (folder.empty()) folder = ".";
+    folder = std::filesystem::absolute(folder, ec);
+    while (!std::filesystem::exists(folder, ec) && folder.has_parent_path() && folder.parent_path() != folder) folder = folder.parent_path();
+    if (!std::filesystem::is_directory(folder, ec))
+        throw InputError(path, "", folder.string() + " is not a directory, so nothing can be written under it");
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+        throw InputError(path, "", "cannot write in " + folder.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
 void require_output_file(const std::string& path) {
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
     if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory, expected a file to write");
     if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
         throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file to write");
+    require_writable_folder(path, std::filesystem::path(path).parent_path());
 }
 
 void require_output_folder(const std::string& path) {
@@ -64,6 +126,13 @@ void require_output_folder(const std::string& path) {
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
     if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
         throw InputError(path, "", "exists and is not a directory, expected an output folder");
+    require_writable_folder(path, path);
+}
+
+void remove_stale(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    if (ec) throw InputError(path, "", "cannot remove the result an earlier run left here: " + ec.message());
 }
 
 std::string read_file(const std::string& path) {

@@ -2,12 +2,43 @@
 // crash or Ctrl-C never leaves a half-written report behind.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace kvcheck::sim {
 
-// Writes `content` to `path` via a temporary file in the same folder and a rename.
-// Throws InputError naming the path when the folder cannot be written.
+// While alive, holds SIGINT, SIGTERM and SIGHUP back from the calling thread, so that what it
+// writes meanwhile (one file, or a run's report, metrics and timeline) is written whole: a signal
+// that arrives takes effect, handled or fatal, when the scope ends. Scopes nest.
+class HeldSignals {
+public:
+    HeldSignals();
+    ~HeldSignals();
+    HeldSignals(const HeldSignals&) = delete;
+    HeldSignals& operator=(const HeldSignals&) = delete;
+
+private:
+    sigset_t previous_;
+};
+
+// While alive, a SIGINT, SIGTERM or SIGHUP first removes the temporary file `path` and then ends
+// the process as the signal would have: for a file written in chunks over a long time (a
+// synthesized trace), where holding signals would leave Ctrl-C unanswered. One at a time; only in
+// a process that has no handler of its own for these signals.
+class TemporaryFileGuard {
+public:
+    explicit TemporaryFileGuard(const std::string& path);
+    ~TemporaryFileGuard();
+    TemporaryFileGuard(const TemporaryFileGuard&) = delete;
+    TemporaryFileGuard& operator=(const TemporaryFileGuard&) = delete;
+
+private:
+    struct sigaction previous_[3];
+};
+
+// Writes `content` to `path` via a temporary file in the same folder and a rename, with signals
+// held; creates missing parent folders. Throws InputError naming the path when it cannot write.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 // Creates the folder (and parents); throws InputError when it cannot.
@@ -17,13 +48,19 @@ void ensure_directory(const std::string& path);
 // a FIFO or device that would block or never end.
 void require_input_file(const std::string& path);
 
-// Throws InputError when `path`, a file to be written, is a folder, a FIFO or a device. Commands
-// call it before their work, so that a bad output path leaves nothing half-done behind.
+// Throws InputError when `path`, a file to be written, is a folder, a FIFO or a device, or when
+// the folder it goes into (or, when missing, the nearest folder above it) cannot be written.
+// Commands call it before their work, so that a bad output path costs no work and leaves nothing
+// half-done behind.
 void require_output_file(const std::string& path);
 
-// Throws InputError when `path`, an output folder, exists and is not a folder; called before the
-// work for the same reason.
+// Throws InputError when `path`, an output folder, exists and is not a writable folder, or is
+// missing and the nearest folder above it cannot be written; called before the work likewise.
 void require_output_folder(const std::string& path);
+
+// Removes `path` if it exists (a result an earlier run left that this run does not replace);
+// throws InputError when it cannot.
+void remove_stale(const std::string& path);
 
 // Reads a whole file; throws InputError (file, "", reason) when missing, not a regular file or unreadable.
 std::string read_file(const std::string& path);

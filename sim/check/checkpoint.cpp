@@ -2,10 +2,12 @@
 // fields are fixed-width little-endian and every array carries its length.
 #include "sim/check/checkpoint.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <type_traits>
 
+#include "model/core.hpp"
 #include "sim/input_error.hpp"
 
 namespace kvcheck::sim {
@@ -14,7 +16,20 @@ static_assert(std::endian::native == std::endian::little, "checkpoints are writt
 
 namespace {
 
-constexpr char kMagic[] = "kvcheck.check-checkpoint/2\n";
+constexpr char kMagic[] = "kvcheck.check-checkpoint/3\n";
+
+// A checksum of the bytes before it, so that a damaged file is refused instead of resumed into a
+// state the checkpoint never held: the bytes as 8-byte words (the last one zero-padded) and their
+// count, folded with hash_combine.
+std::uint64_t checksum(const std::string& bytes, std::size_t size) {
+    std::uint64_t h = hash_combine(0x636b7074ULL, size);  // "ckpt"
+    for (std::size_t at = 0; at < size; at += 8) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, bytes.data() + at, std::min<std::size_t>(8, size - at));
+        h = hash_combine(h, word);
+    }
+    return h;
+}
 
 class Writer {
 public:
@@ -116,14 +131,21 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
         edge_ends.push_back(to);
     }
     w.put_array(edge_ends);
+    w.put(checksum(w.out, w.out.size()));
     return std::move(w.out);
 }
 
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {
     const std::size_t magic_size = sizeof(kMagic) - 1;
     if (bytes.compare(0, magic_size, kMagic) != 0)
-        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/2\")");
-    Reader r(bytes, file, magic_size);
+        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/3\")");
+    const std::size_t body = bytes.size() - sizeof(std::uint64_t);
+    std::uint64_t stored = 0;
+    if (bytes.size() >= magic_size + sizeof(stored)) std::memcpy(&stored, bytes.data() + body, sizeof(stored));
+    if (bytes.size() < magic_size + sizeof(stored) || stored != checksum(bytes, body))
+        throw InputError(file, "", "the checkpoint is damaged: its checksum does not match its contents (truncated or changed since it was written)");
+    const std::string payload = bytes.substr(0, body);
+    Reader r(payload, file, magic_size);
     ExploreCheckpoint c;
     c.scope = r.get_text();
     c.policy = r.get_text();

@@ -60,6 +60,17 @@ Walk walk_once(const Scope& scope, const model::Defenses& defenses, std::uint64_
     return walk;
 }
 
+// The violation walk `index` found, shrunk.
+FoundViolation shrunk(const Scope& scope, const model::Defenses& defenses, const Walk& w, std::uint64_t index) {
+    FoundViolation found;
+    found.walk = index;
+    found.scope = scope;
+    found.counterexample = shrink(scope, defenses, w.found, w.found.violations.front().invariant);
+    found.invariant = found.counterexample.violations.empty() ? w.found.violations.front().invariant
+                                                              : found.counterexample.violations.front().invariant;
+    return found;
+}
+
 }  // namespace
 
 Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index) {
@@ -103,8 +114,12 @@ FuzzReport fuzz(const FuzzOptions& o) {
     report.seed = o.seed;
     report.shard_index = o.shard_index;
     report.shard_count = o.shard_count;
+    report.walk_budget = o.walks;
+    report.depth = o.depth;
+    report.swarm = o.swarm;
+    report.keep_going = !o.stop_at_first;
     std::atomic<std::uint64_t> next{o.first_walk};
-    std::atomic<std::uint64_t> first_violation{~0ULL};
+    std::atomic<std::uint64_t> first_violation{o.stop_at_first ? o.known_violation : ~0ULL};
     std::atomic<std::uint64_t> first_skipped{~0ULL};  // lowest walk claimed but not run
     std::atomic<std::uint64_t> done{0};
     std::atomic<std::uint64_t> steps{0};
@@ -118,6 +133,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
                 next.store(o.walks);
                 return;
             }
+            if (o.stop_at_first && n == o.known_violation) continue;  // walked before the resume
             if (o.stop_at_first && n > first_violation.load()) {
                 std::uint64_t current = first_skipped.load();
                 while (n < current && !first_skipped.compare_exchange_weak(current, n)) {
@@ -129,12 +145,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
             Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
             steps += w.steps;
             if (w.violated) {
-                FoundViolation found;
-                found.walk = index;
-                found.scope = scope;
-                found.counterexample = shrink(scope, policy->defenses, w.found, w.found.violations.front().invariant);
-                found.invariant = found.counterexample.violations.empty() ? w.found.violations.front().invariant
-                                                                          : found.counterexample.violations.front().invariant;
+                FoundViolation found = shrunk(scope, policy->defenses, w, index);
                 std::lock_guard<std::mutex> guard(lock);
                 report.violations.push_back(std::move(found));
                 std::uint64_t current = first_violation.load();
@@ -160,6 +171,15 @@ FuzzReport fuzz(const FuzzOptions& o) {
     return report;
 }
 
+std::optional<FoundViolation> rewalk(const FuzzOptions& o, std::uint64_t index) {
+    const model::PolicyInfo* policy = model::find_policy(o.policy);
+    KV_ASSERT(policy != nullptr, "rewalk needs a known policy");
+    const Scope scope = o.swarm ? swarm_scope(o.seed, index) : o.base;
+    const Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
+    if (!w.violated) return std::nullopt;
+    return shrunk(scope, policy->defenses, w, index);
+}
+
 nlohmann::json fuzz_json(const FuzzReport& r) {
     nlohmann::json found = nlohmann::json::array();
     for (const FoundViolation& v : r.violations) {
@@ -172,6 +192,7 @@ nlohmann::json fuzz_json(const FuzzReport& r) {
     }
     return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
             {"walks", r.walks}, {"steps", r.steps}, {"next_walk", r.next_walk}, {"interrupted", r.interrupted},
+            {"walk_budget", r.walk_budget}, {"depth", r.depth}, {"swarm", r.swarm}, {"keep_going", r.keep_going},
             {"violations", found}};
 }
 
@@ -193,12 +214,20 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
     count(result, "", "walks");
     count(result, "", "steps");
     count(result, "", "next_walk");
+    count(result, "", "walk_budget");
+    count(result, "", "depth");
+    if (result["depth"].get<std::uint64_t>() < 1 || result["depth"].get<std::uint64_t>() > kFuzzDepthMax)
+        fail("/depth", "expected the steps per walk, 1 to " + std::to_string(kFuzzDepthMax));
+    for (const char* flag : {"swarm", "keep_going", "interrupted"})
+        if (!result.contains(flag) || !result[flag].is_boolean()) fail(std::string("/") + flag, "expected true or false");
     if (!result.contains("violations") || !result["violations"].is_array()) fail("/violations", "expected an array");
     for (std::size_t i = 0; i < result["violations"].size(); ++i) {
         const nlohmann::json& v = result["violations"][i];
         const std::string at = "/violations/" + std::to_string(i);
         if (!v.is_object()) fail(at, "expected an object with walk, invariant, steps and scenario");
         count(v, at, "walk");
+        if (v["walk"].get<std::uint64_t>() % (*shard)[1].get<std::uint64_t>() != (*shard)[0].get<std::uint64_t>())
+            fail(at + "/walk", "walk " + v["walk"].dump() + " is not one of shard " + (*shard)[0].dump() + "/" + (*shard)[1].dump());
         if (!v.contains("invariant") || !v["invariant"].is_string() || !model::is_invariant(v["invariant"].get<std::string>()))
             fail(at + "/invariant", "expected the name of an invariant");
         if (!v.contains("steps") || !v["steps"].is_array()) fail(at + "/steps", "expected an array of step descriptions");
@@ -212,7 +241,15 @@ nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options
     options.policy = previous.at("policy").get<std::string>();
     options.shard_index = previous.at("shard").at(0).get<std::uint32_t>();
     options.shard_count = previous.at("shard").at(1).get<std::uint32_t>();
-    return previous.at("violations");
+    options.walks = previous.at("walk_budget").get<std::uint64_t>();
+    options.depth = previous.at("depth").get<std::uint32_t>();
+    options.swarm = previous.at("swarm").get<bool>();
+    options.stop_at_first = !previous.at("keep_going").get<bool>();
+    const nlohmann::json& found = previous.at("violations");
+    if (options.stop_at_first)
+        for (const nlohmann::json& v : found)
+            options.known_violation = std::min(options.known_violation, v.at("walk").get<std::uint64_t>() / options.shard_count);
+    return found;
 }
 
 nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
@@ -224,7 +261,7 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
         const nlohmann::json& s = file.result;
         // One campaign only: shards of another policy, seed or shard count do not add up.
         const FuzzResultFile& first = shards.front();
-        for (const char* key : {"policy", "seed"})
+        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going"})
             if (s.at(key) != first.result.at(key))
                 throw InputError(file.path, std::string("/") + key, "from another campaign: " + s.at(key).dump() + " here, " +
                                                                         first.result.at(key).dump() + " in " + first.path);
@@ -233,8 +270,7 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
                                                         first.result.at("shard").at(1).dump() + " in " + first.path);
         const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
         if (!fresh) throw InputError(file.path, "/shard/0", "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
-        merged["policy"] = s.at("policy");
-        merged["seed"] = s.at("seed");
+        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going"}) merged[key] = s.at(key);
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();
         merged["steps"] = merged["steps"].get<std::uint64_t>() + s.at("steps").get<std::uint64_t>();
         covered.push_back(s.at("shard"));

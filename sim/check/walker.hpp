@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "sim/check/trail.hpp"
 
 namespace kvcheck::sim {
+
+inline constexpr std::uint32_t kFuzzDepthMax = 1'000'000;  // steps per walk
 
 struct FuzzOptions {
     std::uint64_t seed = 1;
@@ -30,6 +33,9 @@ struct FuzzOptions {
     std::function<void(std::uint64_t walks_done)> progress;
     const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C) to stop after the walks in flight
     std::uint64_t first_walk = 0;             // resume: walks [0, first_walk) of this shard are done
+    // Resume under stop_at_first: a violation was found at this shard-local walk before, so it is
+    // not walked again and no walk above it runs (~0: none).
+    std::uint64_t known_violation = ~0ULL;
 };
 
 struct FoundViolation {
@@ -46,6 +52,10 @@ struct FuzzReport {
     std::uint32_t shard_count = 1;
     std::uint64_t walks = 0;           // walks completed by this run
     std::uint64_t next_walk = 0;       // every walk of this shard below this (shard-local) number is done
+    std::uint64_t walk_budget = 0;     // the campaign's options, recorded so that a resume continues the same one
+    std::uint32_t depth = 0;
+    bool swarm = true;
+    bool keep_going = false;
     bool interrupted = false;
     std::uint64_t steps = 0;
     std::vector<FoundViolation> violations;  // sorted by walk index
@@ -57,12 +67,19 @@ FuzzReport fuzz(const FuzzOptions& options);
 // The scope walk `index` explores under swarm testing.
 Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
 
+// Walks global walk `index` of the campaign `options` describes again and shrinks its violation,
+// as fuzz() did when it found it: for the counterexample of a violation carried over a resume.
+// Empty when that walk violates nothing (the violation did not come from this campaign).
+std::optional<FoundViolation> rewalk(const FuzzOptions& options, std::uint64_t index);
+
 nlohmann::json fuzz_json(const FuzzReport& report);
 // Checks a fuzz.json of one shard, read from `file`, before it is resumed or merged: throws
 // InputError naming the file and the JSON pointer of the first field that is missing or wrong.
 void check_fuzz_json(const nlohmann::json& result, const std::string& file);
 // Reads a checked fuzz.json written by an interrupted (or finished) run, to continue it with
-// --resume: fills first_walk from its next_walk and returns the violations found so far (as JSON).
+// --resume: sets the campaign's options (policy, seed, shard, depth, swarm, keep-going, walk
+// budget), first_walk from its next_walk and, stopping at the first violation, known_violation;
+// returns the violations found so far (as JSON).
 nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options);
 // One shard's checked fuzz.json and the file it came from.
 struct FuzzResultFile {
@@ -70,8 +87,8 @@ struct FuzzResultFile {
     nlohmann::json result;
 };
 // Merges shard results deterministically: walks and steps add up, violations are ordered by walk.
-// Throws InputError naming the file when a shard comes from another campaign (policy, seed or
-// shard count) or was merged already.
+// Throws InputError naming the file when a shard comes from another campaign (policy, seed,
+// depth, swarm, keep-going or shard count) or was merged already.
 nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards);
 
 }  // namespace kvcheck::sim

@@ -48,6 +48,7 @@ TraceWriter::TraceWriter(const std::string& path) : path_(path) {
     }
     require_output_file(path_);
     temp_path_ = path_ + ".tmp." + std::to_string(::getpid());
+    guard_.emplace(temp_path_);
     file_ = std::fopen(temp_path_.c_str(), "wb");
     if (file_ == nullptr) throw InputError(path_, "", std::string("cannot write: ") + std::strerror(errno));
 }

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
+#include "sim/files.hpp"
 #include "sim/workload/trace.hpp"
 
 namespace kvcheck::sim {
@@ -17,7 +19,8 @@ class TraceWriter {
 public:
     // An empty path writes to stdout. Throws InputError when the temporary file cannot be created.
     explicit TraceWriter(const std::string& path);
-    ~TraceWriter();  // a file never finished is removed, so no half-written trace is left behind
+    // A file never finished is removed, so no half-written trace is left behind; Ctrl-C removes it too.
+    ~TraceWriter();
     TraceWriter(const TraceWriter&) = delete;
     TraceWriter& operator=(const TraceWriter&) = delete;
 
@@ -29,6 +32,7 @@ private:
 
     std::string path_;
     std::string temp_path_;
+    std::optional<TemporaryFileGuard> guard_;
     std::FILE* file_ = nullptr;
     std::string buffer_;
     bool finished_ = false;

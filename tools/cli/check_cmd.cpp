@@ -51,6 +51,12 @@ sim::Reduction reduction_or_throw(const std::string& name) {
     return *r;
 }
 
+// A folder's counterexample files belong to the result beside them: a run that found none
+// removes those an earlier run left.
+void remove_counterexample(const std::string& dir) {
+    for (const char* name : {"/counterexample.json", "/counterexample.dot"}) sim::remove_stale(dir + name);
+}
+
 void write_counterexample(const std::string& dir, const sim::Scope& scope, const std::string& policy, const sim::Counterexample& c) {
     sim::ensure_directory(dir);
     const std::string note = "counterexample for policy " + policy + ": " + (c.violations.empty() ? "" : c.violations.front().invariant);
@@ -80,6 +86,16 @@ std::string known_scopes() {
 }
 }  // namespace
 
+// A word for a printed command line: as it is when the shell would read it back unchanged,
+// single-quoted otherwise.
+std::string shell_word(const std::string& word) {
+    const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") == std::string::npos;
+    if (plain) return word;
+    std::string quoted = "'";
+    for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
 sim::Scope scope_or_throw(const std::string& name) {
     for (const std::string& known : sim::scope_names())
         if (known == name) return sim::named_scope(name);
@@ -107,10 +123,15 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_flag("--quiet", a->quiet, "No progress line");
     cmd->callback([a, cmd, &common] {
         if (!a->out.empty()) sim::require_output_folder(a->out);
+        if (!a->checkpoint.empty()) sim::require_output_file(a->checkpoint);
         // A resumed run answers the checkpoint's question; a flag that asks another is an input error.
         std::optional<sim::ExploreCheckpoint> resumed;
         if (!a->resume.empty()) {
             resumed = sim::decode_checkpoint(sim::read_file(a->resume), a->resume);
+            const std::vector<std::string> scopes = sim::scope_names();
+            if (model::find_policy(resumed->policy) == nullptr || std::find(scopes.begin(), scopes.end(), resumed->scope) == scopes.end())
+                throw sim::InputError(a->resume, "", "names a policy or scope this kvcheck does not know (\"" + resumed->policy + "\", \"" +
+                                                         resumed->scope + "\")");
             auto same = [&](const char* flag, const std::string& given, const std::string& saved) {
                 if (cmd->count(flag) > 0 && given != saved)
                     throw sim::InputError(a->resume, flag, "the checkpoint is for " + std::string(flag) + " \"" + saved + "\", not \"" + given + "\"");
@@ -154,7 +175,9 @@ void register_check(CLI::App& app, Common& common) {
             r.checkpoint->policy = a->policy;
             sim::write_file_atomic(checkpoint_path, sim::encode_checkpoint(*r.checkpoint));
             std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: kvcheck check --resume %s\n", r.bound_hit.c_str(),
-                         static_cast<unsigned long long>(r.states), checkpoint_path.c_str(), checkpoint_path.c_str());
+                         static_cast<unsigned long long>(r.states), checkpoint_path.c_str(), shell_word(checkpoint_path).c_str());
+        } else if (!a->out.empty() && a->checkpoint.empty()) {
+            sim::remove_stale(a->out + "/check.checkpoint");  // finished: a checkpoint there is of a run now done
         }
         nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"reduction", a->reduction},         {"states", r.states},
                             {"transitions", r.transitions}, {"depth", r.depth},     {"seconds", r.seconds},
@@ -183,8 +206,16 @@ void register_check(CLI::App& app, Common& common) {
         }
         if (r.counterexample && !a->out.empty()) {
             write_counterexample(a->out, scope, a->policy, *r.counterexample);
-            std::fprintf(a->json ? stderr : stdout, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s/counterexample.json\n",
-                         a->out.c_str(), a->out.c_str());
+            std::fprintf(a->json ? stderr : stdout, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s\n",
+                         a->out.c_str(), shell_word(a->out + "/counterexample.json").c_str());
+        } else if (r.counterexample) {
+            // Breadth-first order is fixed, so the same question finds the same counterexample.
+            std::string again = "kvcheck check --scope " + shell_word(a->scope) + " --policy " + shell_word(a->policy);
+            if (!a->target.empty()) again += " --invariant " + shell_word(a->target);
+            if (a->reduction != "none") again += " --reduction " + shell_word(a->reduction);
+            std::fprintf(a->json ? stderr : stdout, "reproduce: %s (add --out DIR for counterexample.json, which kvcheck run replays)\n", again.c_str());
+        } else if (!a->out.empty()) {
+            remove_counterexample(a->out);
         }
         // A run stopped by a signal proved nothing yet: 130 (the shell's code for SIGINT), unless it
         // already found a violation.
@@ -208,7 +239,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_option("--seconds", o->seconds, "Budget in seconds (0 = no time bound)");
     cmd->add_option("--threads", o->threads, "Worker threads")->check(CLI::Range(1u, 256u));
     cmd->add_option("--shard", *shard, "Run shard i of n (i/n): walks with index % n == i");
-    cmd->add_option("--depth", o->depth, "Steps per walk")->check(CLI::Range(1u, 1000000u));
+    cmd->add_option("--depth", o->depth, "Steps per walk")->check(CLI::Range(1u, sim::kFuzzDepthMax));
     cmd->add_option("--out", *out, "Write fuzz.json (for kvcheck merge) and the first counterexample here");
     cmd->add_flag("--keep-going", *keep_going, "Run to the budget instead of stopping at the first violation");
     cmd->add_option("--resume", *resume, "Continue from a fuzz.json written by an interrupted run (same budget flags)");
@@ -227,20 +258,45 @@ void register_fuzz(CLI::App& app, Common& common) {
             throw sim::InputError("", "--shard", "expected i/n such as 0/4, got \"" + *shard + "\"");
         if (o->shard_count == 0 || o->shard_index >= o->shard_count)
             throw sim::InputError("", "--shard", "expected 0 <= i < n, got \"" + *shard + "\"");
-        if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         if (!out->empty()) sim::require_output_folder(*out);
         o->stop_at_first = !*keep_going;
         o->swarm = !*no_swarm;
         nlohmann::json carried = nlohmann::json::array();
         std::uint64_t walks_before = 0;
         std::uint64_t steps_before = 0;
+        std::optional<sim::FoundViolation> carried_first;  // the lowest carried violation, walked again
         if (!resume->empty()) {
             const nlohmann::json previous = sim::parse_json_text(sim::read_file(*resume), *resume);
             sim::check_fuzz_json(previous, *resume);
+            const sim::FuzzOptions given = *o;
             carried = sim::resume_point(previous, *o);
-            walks_before = previous.value("walks", 0ULL);
-            steps_before = previous.value("steps", 0ULL);
+            // A resumed run continues the file's campaign; a flag that asks for another is an input error.
+            const auto same = [&](const char* flag, const std::string& asked, const std::string& saved) {
+                if (cmd->count(flag) > 0 && asked != saved)
+                    throw sim::InputError(*resume, flag, "the fuzz.json is for " + std::string(flag) + " " + saved + ", not " + asked);
+            };
+            const auto shard_name = [](const sim::FuzzOptions& f) { return std::to_string(f.shard_index) + "/" + std::to_string(f.shard_count); };
+            same("--policy", given.policy, o->policy);
+            same("--seed", std::to_string(given.seed), std::to_string(o->seed));
+            same("--shard", shard_name(given), shard_name(*o));
+            same("--walks", std::to_string(given.walks), std::to_string(o->walks));
+            same("--depth", std::to_string(given.depth), std::to_string(o->depth));
+            if (*no_swarm && o->swarm) throw sim::InputError(*resume, "--no-swarm", "the fuzz.json is for swarm walks (without --no-swarm)");
+            if (*keep_going && o->stop_at_first)
+                throw sim::InputError(*resume, "--keep-going", "the fuzz.json stops at the first violation (without --keep-going)");
+            *shard = shard_name(*o);
+            walks_before = previous.at("walks").get<std::uint64_t>();
+            steps_before = previous.at("steps").get<std::uint64_t>();
+            if (!carried.empty()) {
+                std::uint64_t lowest = ~0ULL;
+                for (const nlohmann::json& v : carried) lowest = std::min(lowest, v.at("walk").get<std::uint64_t>());
+                carried_first = sim::rewalk(*o, lowest);
+                if (!carried_first)
+                    throw sim::InputError(*resume, "/violations", "walk " + std::to_string(lowest) +
+                                                                      " violates nothing when walked again: the violation is not from this campaign");
+            }
         }
+        if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         o->stop = &interrupted;
         catch_interrupt();
         std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
@@ -251,31 +307,53 @@ void register_fuzz(CLI::App& app, Common& common) {
         progress.done();
         nlohmann::json j = sim::fuzz_json(r);
         for (const nlohmann::json& v : carried) j["violations"].push_back(v);
-        j["walks"] = j["walks"].get<std::uint64_t>() + walks_before;
-        j["steps"] = j["steps"].get<std::uint64_t>() + steps_before;
         std::sort(j["violations"].begin(), j["violations"].end(),
                   [](const nlohmann::json& x, const nlohmann::json& y) { return x["walk"] < y["walk"]; });
-        if (r.interrupted)
-            std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s/fuzz.json ...\n",
-                         static_cast<unsigned long long>(r.walks), out->empty() ? "DIR" : out->c_str());
+        // Stopping at the first violation keeps one: a walk below the carried one may have found another.
+        if (o->stop_at_first && j["violations"].size() > 1) j["violations"].erase(j["violations"].begin() + 1, j["violations"].end());
+        const std::uint64_t walks = r.walks + walks_before;
+        j["walks"] = walks;
+        j["steps"] = r.steps + steps_before;
+        // The counterexample and the reproduce line are for the first violation of the whole campaign.
+        const sim::FoundViolation* first = nullptr;
+        if (!j["violations"].empty()) {
+            const std::uint64_t walk = j["violations"].front().at("walk").get<std::uint64_t>();
+            first = !r.violations.empty() && r.violations.front().walk == walk ? &r.violations.front() : &*carried_first;
+        }
+        if (r.interrupted) {
+            if (out->empty())
+                std::fprintf(stderr, "interrupted after %llu walks; nothing was written (give --out DIR to keep a checkpoint)\n",
+                             static_cast<unsigned long long>(walks));
+            else
+                std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s --out %s\n",
+                             static_cast<unsigned long long>(walks), shell_word(*out + "/fuzz.json").c_str(), shell_word(*out).c_str());
+        }
         if (!out->empty()) {
             sim::ensure_directory(*out);
             sim::write_file_atomic(*out + "/fuzz.json", j.dump(2) + "\n");
-            if (!r.violations.empty()) write_counterexample(*out, r.violations.front().scope, o->policy, r.violations.front().counterexample);
+            if (first != nullptr) write_counterexample(*out, first->scope, o->policy, first->counterexample);
+            else remove_counterexample(*out);
         }
         if (*json) {
             std::cout << j.dump(2) << "\n";
         } else {
-            std::printf("walks=%llu steps=%llu seconds=%.2f violations=%zu\n", static_cast<unsigned long long>(r.walks),
-                        static_cast<unsigned long long>(r.steps), r.seconds, r.violations.size());
-            for (const sim::FoundViolation& v : r.violations)
-                std::printf("walk %llu violates %s (shrunk to %zu steps):\n%s", static_cast<unsigned long long>(v.walk), v.invariant.c_str(),
-                            v.counterexample.steps.size(), sim::format_counterexample(v.counterexample).c_str());
+            std::printf("walks=%llu steps=%llu seconds=%.2f violations=%zu\n", static_cast<unsigned long long>(walks),
+                        static_cast<unsigned long long>(j["steps"].get<std::uint64_t>()), r.seconds, j["violations"].size());
+            for (const nlohmann::json& v : j["violations"]) {
+                const auto found = std::find_if(r.violations.begin(), r.violations.end(),
+                                                [&](const sim::FoundViolation& f) { return f.walk == v["walk"].get<std::uint64_t>(); });
+                if (found != r.violations.end())
+                    std::printf("walk %llu violates %s (shrunk to %zu steps):\n%s", static_cast<unsigned long long>(found->walk),
+                                found->invariant.c_str(), found->counterexample.steps.size(), sim::format_counterexample(found->counterexample).c_str());
+                else
+                    std::printf("walk %llu violates %s (found before the resume)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
+                                v["invariant"].get<std::string>().c_str());
+            }
         }
-        if (!r.violations.empty())
-            std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s --seed %llu --walks %llu --shard %s%s\n", o->policy.c_str(),
-                         static_cast<unsigned long long>(o->seed), static_cast<unsigned long long>(r.violations.front().walk / o->shard_count + 1),
-                         shard->c_str(), o->swarm ? "" : " --no-swarm");
+        if (first != nullptr)
+            std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s --seed %llu --walks %llu --shard %s --depth %u%s\n", o->policy.c_str(),
+                         static_cast<unsigned long long>(o->seed), static_cast<unsigned long long>(first->walk / o->shard_count + 1),
+                         shard->c_str(), o->depth, o->swarm ? "" : " --no-swarm");
         common.exit_code = !j["violations"].empty() ? 1 : r.interrupted ? 130 : 0;
     });
 }

@@ -33,5 +33,8 @@ void register_report(CLI::App& app, Common& common);
 sim::Scope scope_or_throw(const std::string& name);
 // The --scope help line, listing every named scope.
 std::string scope_help();
+// `word` as a shell would read it back: unchanged when plain, single-quoted otherwise (printed
+// reproduce and continue lines name user paths).
+std::string shell_word(const std::string& word);
 
 }  // namespace kvcheck::cli

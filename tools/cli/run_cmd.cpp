@@ -45,10 +45,12 @@ struct CaseResult {
 };
 
 std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed) {
-    return "kvcheck run " + path + " --policy " + policy + " --seed " + std::to_string(seed);
+    return "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
 }
 
+// The three files are written as one: Ctrl-C meanwhile takes effect after the last.
 void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohmann::json& report) {
+    const sim::HeldSignals held;
     sim::ensure_directory(dir);
     sim::write_file_atomic(dir + "/report.json", report.dump(2) + "\n");
     sim::write_file_atomic(dir + "/metrics.prom", sim::prometheus_text(r.info, r.metrics));
@@ -90,7 +92,8 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     options.policy = args.policy;
     options.seed = args.seed;
     options.seed_given = args.seed != 0;
-    options.schedules_dir = args.schedules;
+    // A suite exports each scenario's schedules into a folder of its own, as its outputs.
+    options.schedules_dir = args.schedules.empty() || !in_suite ? args.schedules : args.schedules + "/" + c.name;
     const std::string policy = args.policy.empty() ? scenario.policy : args.policy;
     const std::uint64_t seed = options.seed_given ? args.seed : scenario.seed;
     FILE* info = args.json ? stderr : stdout;
@@ -110,6 +113,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     const std::string out_dir = !args.out.empty() ? (in_suite ? args.out + "/" + c.name : args.out) : "";
     if (!out_dir.empty()) write_outputs(out_dir, result, report);
     if (!out_dir.empty() && args.html) sim::write_report_html(out_dir, out_dir + "/report.html");
+    else if (!out_dir.empty()) sim::remove_stale(out_dir + "/report.html");  // it would show an earlier run
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
     if (args.json) std::cout << report.dump(2) << "\n";
@@ -122,7 +126,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
     if (!out_dir.empty() && !args.quiet) std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json)\n", out_dir.c_str());
     if (!args.schedules.empty() && !args.quiet)
-        std::fprintf(info, "schedules exported: %llu to %s\n", static_cast<unsigned long long>(result.schedules_written), args.schedules.c_str());
+        std::fprintf(info, "schedules exported: %llu to %s\n", static_cast<unsigned long long>(result.schedules_written), options.schedules_dir.c_str());
     std::fprintf(info, "final_state_hash=%s\n", report["final_state_hash"].get<std::string>().c_str());
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return c;

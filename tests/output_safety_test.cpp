@@ -1,0 +1,222 @@
+// Output safety through the real kvcheck binary: a resumed fuzz campaign ends as an uninterrupted
+// one (files and reproduce line), reproduce lines run as printed, a folder's results are those of
+// the last run into it, and output paths are checked and created before the work.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Cli {
+    int code = -1;
+    std::string output;  // stdout and stderr together
+};
+
+// Runs `command` in a shell; KVCHECK stands for the binary.
+Cli shell(const std::string& command) {
+    Cli r;
+    const std::string line = "KVCHECK=" + std::string(KVCHECK_BINARY) + "; " + command + " 2>&1";
+    FILE* pipe = ::popen(line.c_str(), "r");
+    if (pipe == nullptr) return r;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+Cli kvcheck(const std::string& args) { return shell("\"$KVCHECK\" " + args); }
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// The `reproduce: ...` line of an output, without the prefix.
+std::string reproduce_line(const std::string& output) {
+    std::smatch m;
+    static const std::regex kLine("reproduce: ([^\n]*)");
+    return std::regex_search(output, m, kLine) ? m[1].str() : "";
+}
+
+class OutputSafety : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("kvcheck_output_" + std::string(info->name()));
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string at(const std::string& name) const { return (dir_ / name).string(); }
+
+    // A shard's fuzz.json as a run stopped by a signal would leave it: `from` with the budget of
+    // `budget` walks and "interrupted": true.
+    void interrupted_copy(const std::string& from, std::uint64_t budget, const std::string& to) const {
+        nlohmann::json j = nlohmann::json::parse(slurp(from));
+        j["walk_budget"] = budget;
+        j["interrupted"] = true;
+        fs::create_directories(fs::path(to).parent_path());
+        std::ofstream(to) << j.dump(2) << "\n";
+    }
+
+    fs::path dir_;
+};
+
+// Proves: a stop-at-first campaign interrupted right after it found its violation resumes to the
+// uninterrupted run's fuzz.json, counterexample and reproduce line, walking nothing more; one
+// interrupted before it continues to the same end.
+TEST_F(OutputSafety, StopAtFirstResumesToTheUninterruptedResult) {
+    const std::string campaign = "fuzz --policy no-pin --seed 7 --walks 200 --quiet";
+    const Cli whole = kvcheck(campaign + " --out " + at("whole"));
+    ASSERT_EQ(whole.code, 1) << whole.output;
+    ASSERT_NE(reproduce_line(whole.output), "") << whole.output;
+
+    interrupted_copy(at("whole/fuzz.json"), 200, at("after/fuzz.json"));
+    const Cli after = kvcheck("fuzz --resume " + at("after/fuzz.json") + " --out " + at("after") + " --quiet");
+    EXPECT_EQ(after.code, 1) << after.output;
+    EXPECT_EQ(slurp(at("after/fuzz.json")), slurp(at("whole/fuzz.json")));
+    EXPECT_EQ(slurp(at("after/counterexample.json")), slurp(at("whole/counterexample.json")));
+    EXPECT_EQ(reproduce_line(after.output), reproduce_line(whole.output));
+
+    ASSERT_EQ(kvcheck("fuzz --policy no-pin --seed 7 --walks 10 --quiet --out " + at("part")).code, 0);
+    interrupted_copy(at("part/fuzz.json"), 200, at("before/fuzz.json"));
+    const Cli before = kvcheck("fuzz --resume " + at("before/fuzz.json") + " --out " + at("before") + " --quiet");
+    EXPECT_EQ(before.code, 1) << before.output;
+    EXPECT_EQ(slurp(at("before/fuzz.json")), slurp(at("whole/fuzz.json")));
+    EXPECT_EQ(slurp(at("before/counterexample.json")), slurp(at("whole/counterexample.json")));
+}
+
+// Proves: a keep-going campaign resumed after its first violation still writes that violation's
+// counterexample and reproduce line (walked again), not those of a later one.
+TEST_F(OutputSafety, KeepGoingResumeKeepsTheFirstCounterexample) {
+    const Cli whole = kvcheck("fuzz --policy naive --seed 3 --walks 60 --keep-going --quiet --out " + at("whole"));
+    ASSERT_EQ(whole.code, 1) << whole.output;
+    ASSERT_EQ(kvcheck("fuzz --policy naive --seed 3 --walks 30 --keep-going --quiet --out " + at("part")).code, 1);
+    interrupted_copy(at("part/fuzz.json"), 60, at("resumed/fuzz.json"));
+    const Cli resumed = kvcheck("fuzz --resume " + at("resumed/fuzz.json") + " --out " + at("resumed") + " --quiet");
+    EXPECT_EQ(resumed.code, 1) << resumed.output;
+    EXPECT_EQ(slurp(at("resumed/fuzz.json")), slurp(at("whole/fuzz.json")));
+    EXPECT_EQ(slurp(at("resumed/counterexample.json")), slurp(at("whole/counterexample.json")));
+    EXPECT_EQ(reproduce_line(resumed.output), reproduce_line(whole.output));
+}
+
+// Proves: the printed fuzz reproduce line names every flag that shapes the walks (here --depth),
+// so that running it finds the same violation.
+TEST_F(OutputSafety, FuzzReproduceLineFindsTheSameWalk) {
+    const Cli found = kvcheck("fuzz --policy no-pin --seed 7 --walks 5000 --depth 20 --quiet");
+    ASSERT_EQ(found.code, 1) << found.output;
+    const std::string again = reproduce_line(found.output);
+    ASSERT_NE(again.find("--depth 20"), std::string::npos) << again;
+    ASSERT_EQ(again.rfind("kvcheck ", 0), 0u) << again;
+    const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
+    EXPECT_EQ(reproduced.code, 1) << reproduced.output;
+    std::smatch first;
+    ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+"))) << found.output;
+    EXPECT_NE(reproduced.output.find(first[0].str()), std::string::npos) << reproduced.output;
+}
+
+// Proves: a run's reproduce line survives a path with a space and a quote in it: the shell runs
+// it as printed and gets the same failure.
+TEST_F(OutputSafety, RunReproduceLineIsShellQuoted) {
+    const fs::path repo = dir_ / "a repo's copy";
+    fs::create_directory_symlink(KVCHECK_SOURCE_DIR, repo);
+    const std::string scenario = (repo / "scenarios/fault-f6-evict-before-read.json").string();
+    const Cli failed = shell("cd " + dir_.string() + " && \"$KVCHECK\" run \"" + scenario + "\" --policy no-pin --quiet");
+    ASSERT_EQ(failed.code, 1) << failed.output;
+    const std::string again = reproduce_line(failed.output);
+    ASSERT_EQ(again.rfind("kvcheck run '", 0), 0u) << again;
+    const Cli reproduced = shell("cd " + dir_.string() + " && \"$KVCHECK\"" + again.substr(7) + " --quiet");
+    EXPECT_EQ(reproduced.code, 1) << reproduced.output;
+    EXPECT_EQ(reproduce_line(reproduced.output), again);
+}
+
+// Proves: a folder's results are those of the last run into it. A clean fuzz or check removes
+// the counterexample an earlier one left, a finished check its default checkpoint, a run without
+// --html the old report.html, an export the schedules of an earlier one.
+TEST_F(OutputSafety, StaleResultsAreRemoved) {
+    ASSERT_EQ(kvcheck("fuzz --policy no-pin --seed 7 --walks 200 --quiet --out " + at("f")).code, 1);
+    ASSERT_TRUE(fs::exists(at("f/counterexample.json")));
+    ASSERT_EQ(kvcheck("fuzz --seed 7 --walks 20 --quiet --out " + at("f")).code, 0);
+    EXPECT_FALSE(fs::exists(at("f/counterexample.json")));
+    EXPECT_FALSE(fs::exists(at("f/counterexample.dot")));
+
+    ASSERT_EQ(kvcheck("check --scope small --policy no-pin --quiet --out " + at("c")).code, 1);
+    ASSERT_TRUE(fs::exists(at("c/counterexample.json")));
+    ASSERT_EQ(kvcheck("check --scope small --max-states 1000 --quiet --out " + at("c")).code, 0);
+    ASSERT_TRUE(fs::exists(at("c/check.checkpoint")));
+    EXPECT_FALSE(fs::exists(at("c/counterexample.json")));
+    ASSERT_EQ(kvcheck("check --scope small --quiet --out " + at("c")).code, 0);
+    EXPECT_FALSE(fs::exists(at("c/check.checkpoint")));
+
+    const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
+    ASSERT_EQ(kvcheck("run " + toy + " --quiet --html --out " + at("r")).code, 0);
+    ASSERT_TRUE(fs::exists(at("r/report.html")));
+    ASSERT_EQ(kvcheck("run " + toy + " --quiet --out " + at("r")).code, 0);
+    EXPECT_FALSE(fs::exists(at("r/report.html")));
+    EXPECT_TRUE(fs::exists(at("r/report.json")));
+
+    fs::create_directories(at("s"));
+    std::ofstream(at("s/request-99999999.json")) << "{}\n";
+    std::ofstream(at("s/notes.txt")) << "kept\n";
+    ASSERT_EQ(kvcheck("run " + toy + " --quiet --export-schedules " + at("s")).code, 0);
+    EXPECT_FALSE(fs::exists(at("s/request-99999999.json")));
+    EXPECT_TRUE(fs::exists(at("s/notes.txt"))) << "only schedule files are the export's";
+}
+
+// Proves: in a suite, each scenario's schedules go to a folder of their own (request ids restart
+// in every scenario, so one folder would mix them), and output files get their parent folders.
+TEST_F(OutputSafety, SuiteSchedulesAndOutputParents) {
+    fs::create_directories(at("suite"));
+    nlohmann::json requests = nlohmann::json::array();
+    nlohmann::json first = nlohmann::json::array();
+    nlohmann::json second = nlohmann::json::array();
+    for (int i = 1; i <= 16; ++i) first.push_back(i);
+    second = first;
+    for (int i = 100; i < 116; ++i) second.push_back(i);
+    requests.push_back({{"at_ms", 0}, {"input_tokens", 256}, {"output_tokens", 4}, {"blocks", first}});
+    requests.push_back({{"at_ms", 5000}, {"input_tokens", 512}, {"output_tokens", 4}, {"blocks", second}});
+    const nlohmann::json scenario = {{"model", "toy"}, {"workload", {{"block_size", 16}, {"requests", requests}}}};
+    for (const char* name : {"one", "two"}) std::ofstream(at(std::string("suite/") + name + ".json")) << scenario.dump() << "\n";
+    const Cli suite = kvcheck("run " + at("suite") + " --quiet --export-schedules " + at("sched") + " --junit " + at("deep/er/junit.xml"));
+    ASSERT_EQ(suite.code, 0) << suite.output;
+    EXPECT_TRUE(fs::exists(at("sched/one/request-00000001.json")));
+    EXPECT_TRUE(fs::exists(at("sched/two/request-00000001.json")));
+    EXPECT_TRUE(fs::exists(at("deep/er/junit.xml")));
+}
+
+// Proves: a trace written in chunks leaves no temporary file behind when a signal ends the
+// process midway (SIGTERM, as a background job's SIGINT is ignored by the shell).
+TEST_F(OutputSafety, InterruptedSynthLeavesNoTemporaryFile) {
+    const std::string source = std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/conversation-small.jsonl";
+    const Cli r = shell("\"$KVCHECK\" trace synth --from " + source + " --requests 50000000 --out " + at("big.jsonl") +
+                        " & pid=$!; sleep 0.5; kill -TERM $pid; wait $pid; echo status=$?");
+    EXPECT_NE(r.output.find("status=143"), std::string::npos) << r.output;
+    EXPECT_TRUE(fs::is_empty(dir_)) << "left behind: " << fs::directory_iterator(dir_)->path();
+}
+
+// Proves: an output path that cannot be written is refused before the work, with exit 2.
+TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
+    std::ofstream(at("file")) << "x\n";
+    for (const std::string& args : {"fuzz --walks 100000 --out " + at("file/sub"), "check --out " + at("file/sub/deeper"),
+                                    "merge " + std::string(KVCHECK_SOURCE_DIR) + "/tests/bad_input/results/shard-0-of-2.json --out " + at("file/m.json")}) {
+        const Cli r = kvcheck(args);
+        EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+        EXPECT_NE(r.output.find("is not a directory, so nothing can be written under it"), std::string::npos) << r.output;
+    }
+}
+
+}  // namespace
