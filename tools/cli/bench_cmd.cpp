@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_scenario.hpp"
 #include "bench/warm_world.hpp"
 #include "sim/check/explorer.hpp"
 #include "sim/engine.hpp"
@@ -62,32 +63,6 @@ Timing timed(Work&& work) {
     return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(), thread_cpu_s() - cpu_start};
 }
 
-// scenarios/quickstart.json's model, storage, compute and faults, with the trace swapped in.
-sim::Scenario bench_scenario(const std::string& trace) {
-    sim::Scenario s;
-    s.name = "bench";
-    s.preset = "deepseek-v4";
-    s.model = *model::find_preset(s.preset);
-    s.seed = 1;
-    s.trace_path = trace;
-    s.trace.format = sim::TraceFormat::mooncake;
-    s.trace.seed = s.seed;
-    s.gpu_budget_bytes = 6ULL << 30;
-    s.host = {8ULL << 30, 20, 5, 2};
-    s.disk = {1ULL << 40, 2, 200, 100};
-    s.offload = true;
-    s.offload_watermark = 0.85;
-    s.extent_tokens = 4096;
-    s.decode_ms_per_token = 20;
-    s.validate_gap_us = 50;
-    s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
-    s.faults = {{sim::FaultClass::F2, 20'000, {}, {}, 1, 0},
-                {sim::FaultClass::F3, 20'000, {}, {}, 1, 0},
-                {sim::FaultClass::F4, 50'000, {}, {}, 1, 40'000},
-                {sim::FaultClass::F6, 20'000, {}, {}, 1, 0},
-                {sim::FaultClass::F11, 20'000, {}, {}, 1, 0}};
-    return s;
-}
 
 // The fastest of the repeats of one policy's replay, and what the replay did.
 struct Replay {
@@ -181,7 +156,7 @@ nlohmann::json target(double value, double bound, bool at_least) {
 nlohmann::json run_bench(const BenchArgs& a) {
     if (!std::filesystem::is_regular_file(a.trace))
         throw sim::InputError(a.trace, "", "trace not found: run tools/fetch-traces first (or pass --trace FILE)");
-    const sim::Scenario scenario = bench_scenario(a.trace);
+    const sim::Scenario scenario = bench::bench_scenario(a.trace);
     std::fprintf(stderr, "seed=%llu trace=%s preset=%s repeats=%u\n", static_cast<unsigned long long>(scenario.seed),
                  a.trace.c_str(), scenario.preset.c_str(), a.repeats);
     // The same validated replay with one state-table entry per block (extent_tokens 0): the
