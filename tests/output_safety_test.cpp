@@ -73,6 +73,17 @@ protected:
         std::ofstream(to) << j.dump(2) << "\n";
     }
 
+    // Resumes `part`'s fuzz.json into folder `name` as if it had been interrupted under a budget
+    // of `budget` walks, and expects the files and reproduce line of the run in folder "whole".
+    void expect_resume_ends_as_whole(const std::string& part, std::uint64_t budget, const std::string& name, const Cli& whole) const {
+        interrupted_copy(at(part + "/fuzz.json"), budget, at(name + "/fuzz.json"));
+        const Cli resumed = kvcheck("fuzz --resume " + at(name + "/fuzz.json") + " --out " + at(name) + " --quiet");
+        EXPECT_EQ(resumed.code, 1) << resumed.output;
+        for (const char* file : {"/fuzz.json", "/counterexample.json", "/counterexample.dot"})
+            EXPECT_EQ(slurp(at(name + file)), slurp(at(std::string("whole") + file))) << name << file;
+        EXPECT_EQ(reproduce_line(resumed.output), reproduce_line(whole.output)) << name;
+    }
+
     fs::path dir_;
 };
 
@@ -80,24 +91,13 @@ protected:
 // uninterrupted run's fuzz.json, counterexample and reproduce line, walking nothing more; one
 // interrupted before it continues to the same end.
 TEST_F(OutputSafety, StopAtFirstResumesToTheUninterruptedResult) {
-    const std::string campaign = "fuzz --policy no-pin --seed 7 --walks 200 --quiet";
-    const Cli whole = kvcheck(campaign + " --out " + at("whole"));
+    const Cli whole = kvcheck("fuzz --policy no-pin --seed 7 --walks 200 --quiet --out " + at("whole"));
     ASSERT_EQ(whole.code, 1) << whole.output;
     ASSERT_NE(reproduce_line(whole.output), "") << whole.output;
 
-    interrupted_copy(at("whole/fuzz.json"), 200, at("after/fuzz.json"));
-    const Cli after = kvcheck("fuzz --resume " + at("after/fuzz.json") + " --out " + at("after") + " --quiet");
-    EXPECT_EQ(after.code, 1) << after.output;
-    EXPECT_EQ(slurp(at("after/fuzz.json")), slurp(at("whole/fuzz.json")));
-    EXPECT_EQ(slurp(at("after/counterexample.json")), slurp(at("whole/counterexample.json")));
-    EXPECT_EQ(reproduce_line(after.output), reproduce_line(whole.output));
-
+    expect_resume_ends_as_whole("whole", 200, "after", whole);
     ASSERT_EQ(kvcheck("fuzz --policy no-pin --seed 7 --walks 10 --quiet --out " + at("part")).code, 0);
-    interrupted_copy(at("part/fuzz.json"), 200, at("before/fuzz.json"));
-    const Cli before = kvcheck("fuzz --resume " + at("before/fuzz.json") + " --out " + at("before") + " --quiet");
-    EXPECT_EQ(before.code, 1) << before.output;
-    EXPECT_EQ(slurp(at("before/fuzz.json")), slurp(at("whole/fuzz.json")));
-    EXPECT_EQ(slurp(at("before/counterexample.json")), slurp(at("whole/counterexample.json")));
+    expect_resume_ends_as_whole("part", 200, "before", whole);
 }
 
 // Proves: a keep-going campaign resumed after its first violation still writes that violation's
@@ -106,12 +106,7 @@ TEST_F(OutputSafety, KeepGoingResumeKeepsTheFirstCounterexample) {
     const Cli whole = kvcheck("fuzz --policy naive --seed 3 --walks 60 --keep-going --quiet --out " + at("whole"));
     ASSERT_EQ(whole.code, 1) << whole.output;
     ASSERT_EQ(kvcheck("fuzz --policy naive --seed 3 --walks 30 --keep-going --quiet --out " + at("part")).code, 1);
-    interrupted_copy(at("part/fuzz.json"), 60, at("resumed/fuzz.json"));
-    const Cli resumed = kvcheck("fuzz --resume " + at("resumed/fuzz.json") + " --out " + at("resumed") + " --quiet");
-    EXPECT_EQ(resumed.code, 1) << resumed.output;
-    EXPECT_EQ(slurp(at("resumed/fuzz.json")), slurp(at("whole/fuzz.json")));
-    EXPECT_EQ(slurp(at("resumed/counterexample.json")), slurp(at("whole/counterexample.json")));
-    EXPECT_EQ(reproduce_line(resumed.output), reproduce_line(whole.output));
+    expect_resume_ends_as_whole("part", 60, "resumed", whole);
 }
 
 // Proves: the printed fuzz reproduce line names every flag that shapes the walks (here --depth),
