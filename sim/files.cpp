@@ -53,29 +53,43 @@ TemporaryFileGuard::~TemporaryFileGuard() {
     guarding = 0;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-    require_output_file(path);
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) ensure_directory(parent.string());
+void write_file_atomic(const std::string& path, const std::string& content) { write_files_atomic({{path, content}}); }
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+    for (const auto& [path, content] : files) {
+        require_output_file(path);
+        const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+        if (!parent.empty()) ensure_directory(parent.string());
+    }
     const HeldSignals held;
-    const std::string temp = path + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        if (!out) throw InputError(path, "", std::string("cannot write: ") + std::strerror(errno));
+    std::vector<std::string> temps;
+    const auto discard = [&temps](std::size_t from) {
+        std::error_code ignored;
+        for (std::size_t i = from; i < temps.size(); ++i) std::filesystem::remove(temps[i], ignored);
+    };
+    for (const auto& [path, content] : files) {
+        temps.push_back(path + ".tmp." + std::to_string(::getpid()));
+        std::ofstream out(temps.back(), std::ios::binary | std::ios::trunc);
+        if (!out) {
+            const std::string why = std::strerror(errno);
+            discard(0);
+            throw InputError(path, "", "cannot write: " + why);
+        }
         out.write(content.data(), static_cast<std::streamsize>(content.size()));
         out.flush();
         if (!out) {
-            std::error_code ignored;
-            std::filesystem::remove(temp, ignored);
+            out.close();
+            discard(0);
             throw InputError(path, "", "write failed (disk full?)");
         }
     }
-    std::error_code ec;
-    std::filesystem::rename(temp, path, ec);
-    if (ec) {
-        const std::string why = ec.message();
-        std::filesystem::remove(temp, ec);
-        throw InputError(path, "", "cannot move the finished file into place: " + why);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        std::error_code ec;
+        std::filesystem::rename(temps[i], files[i].first, ec);
+        if (ec) {
+            discard(i);
+            throw InputError(files[i].first, "", "cannot move the finished file into place: " + ec.message());
+        }
     }
 }
 

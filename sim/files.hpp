@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kvcheck::sim {
 
@@ -40,6 +42,11 @@ private:
 // Writes `content` to `path` via a temporary file in the same folder and a rename, with signals
 // held; creates missing parent folders. Throws InputError naming the path when it cannot write.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+// Writes (path, content) pairs as one group: every temporary file first, then the renames, with
+// signals held throughout. When a temporary file cannot be written (a full disk), none of the
+// paths changes.
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 // Creates the folder (and parents); throws InputError when it cannot.
 void ensure_directory(const std::string& path);

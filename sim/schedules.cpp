@@ -20,9 +20,12 @@ ScheduleExporter::ScheduleExporter(std::string dir, const Scenario& scenario, st
                                    std::uint32_t max_schedules)
     : dir_(std::move(dir)), scenario_(scenario.name), policy_(std::move(policy)), seed_(seed), max_schedules_(max_schedules) {
     ensure_directory(dir_);
-    // The folder's schedules are this run's: those an earlier export left would be replayed with them.
+    remove_schedules(dir_);
+}
+
+void remove_schedules(const std::string& dir) {
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
         if (entry.is_regular_file(ec) && name.starts_with("request-") && name.ends_with(".json")) remove_stale(entry.path().string());
     }

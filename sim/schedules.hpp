@@ -17,6 +17,10 @@
 
 namespace kvcheck::sim {
 
+// Removes the request-*.json schedules an earlier export left in `dir` (other files stay), so that
+// the folder's schedules are one run's: an export calls it before writing.
+void remove_schedules(const std::string& dir);
+
 class ScheduleExporter {
 public:
     ScheduleExporter(std::string dir, const Scenario& scenario, std::string policy, std::uint64_t seed,

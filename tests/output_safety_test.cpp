@@ -107,6 +107,18 @@ TEST_F(OutputSafety, KeepGoingResumeKeepsTheFirstCounterexample) {
     ASSERT_EQ(whole.code, 1) << whole.output;
     ASSERT_EQ(kvcheck("fuzz --policy naive --seed 3 --walks 30 --keep-going --quiet --out " + at("part")).code, 1);
     expect_resume_ends_as_whole("part", 60, "resumed", whole);
+
+    // Every carried violation is walked again on resume: one edited step description is refused.
+    nlohmann::json edited = nlohmann::json::parse(slurp(at("part/fuzz.json")));
+    ASSERT_GE(edited["violations"].size(), 2u);
+    edited["violations"][1]["steps"][0] = "an edited step";
+    edited["interrupted"] = true;
+    edited["walk_budget"] = 60;
+    fs::create_directories(at("edited"));
+    std::ofstream(at("edited/fuzz.json")) << edited.dump(2) << "\n";
+    const Cli refused = kvcheck("fuzz --resume " + at("edited/fuzz.json") + " --out " + at("edited") + " --quiet");
+    EXPECT_EQ(refused.code, 2) << refused.output;
+    EXPECT_NE(refused.output.find("/violations/1: walk"), std::string::npos) << refused.output;
 }
 
 // Proves: the printed fuzz reproduce line names every flag that shapes the walks (here --depth),
@@ -157,12 +169,38 @@ TEST_F(OutputSafety, StaleResultsAreRemoved) {
     ASSERT_EQ(kvcheck("check --scope small --quiet --out " + at("c")).code, 0);
     EXPECT_FALSE(fs::exists(at("c/check.checkpoint")));
 
+    // The continue line of a stopped check keeps its --out: run as printed, the counterexample
+    // found after the resume lands in the folder and the finished run removes the checkpoint.
+    const Cli stopped = kvcheck("check --scope small --policy no-pin --max-states 3000 --quiet --out " + at("k"));
+    ASSERT_EQ(stopped.code, 0) << stopped.output;
+    std::smatch line;
+    ASSERT_TRUE(std::regex_search(stopped.output, line, std::regex("continue with: kvcheck ([^\n]*)"))) << stopped.output;
+    EXPECT_NE(line[1].str().find("--out "), std::string::npos) << line[1];
+    EXPECT_EQ(kvcheck(line[1].str() + " --quiet").code, 1);
+    EXPECT_TRUE(fs::exists(at("k/counterexample.json")));
+    EXPECT_FALSE(fs::exists(at("k/check.checkpoint")));
+
     const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
     ASSERT_EQ(kvcheck("run " + toy + " --quiet --html --out " + at("r")).code, 0);
     ASSERT_TRUE(fs::exists(at("r/report.html")));
     ASSERT_EQ(kvcheck("run " + toy + " --quiet --out " + at("r")).code, 0);
     EXPECT_FALSE(fs::exists(at("r/report.html")));
     EXPECT_TRUE(fs::exists(at("r/report.json")));
+
+    // A compare of fewer policies, or a suite, into a used folder leaves only its own results.
+    ASSERT_EQ(kvcheck("compare " + toy + " --policies naive,validated,no-pin --quiet --out " + at("cmp")).code, 0);
+    ASSERT_EQ(kvcheck("report " + at("cmp")).code, 0);
+    ASSERT_TRUE(fs::exists(at("cmp/report.html")));
+    ASSERT_EQ(kvcheck("compare " + toy + " --policies naive,validated --quiet --out " + at("cmp")).code, 0);
+    EXPECT_FALSE(fs::exists(at("cmp/no-pin")));
+    EXPECT_FALSE(fs::exists(at("cmp/report.html")));
+    EXPECT_TRUE(fs::exists(at("cmp/naive/report.json")));
+    fs::create_directories(at("suite"));
+    fs::copy_file(toy, at("suite/toy.json"));
+    std::ofstream(at("junit.xml")) << "<old/>\n";
+    const Cli suite = kvcheck("run " + at("suite") + " --quiet --out " + at("r") + " --junit " + at("junit.xml"));
+    EXPECT_FALSE(fs::exists(at("r/report.json"))) << suite.output;
+    EXPECT_NE(slurp(at("junit.xml")), "<old/>\n");
 
     fs::create_directories(at("s"));
     std::ofstream(at("s/request-99999999.json")) << "{}\n";
@@ -206,6 +244,15 @@ TEST_F(OutputSafety, InterruptedSynthLeavesNoTemporaryFile) {
 // Proves: an output path that cannot be written is refused before the work, with exit 2.
 TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
     std::ofstream(at("file")) << "x\n";
+    // A folder where a result file goes is refused before the work too.
+    fs::create_directories(at("dirs/fuzz.json"));
+    fs::create_directories(at("dirs/report.json"));
+    for (const std::string& args : {"fuzz --walks 100000 --out " + at("dirs"), "run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs")}) {
+        const Cli r = kvcheck(args);
+        EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+        EXPECT_NE(r.output.find("is a directory, expected a file to write"), std::string::npos) << r.output;
+        EXPECT_EQ(r.output.find("seed="), std::string::npos) << "refused before the work: " << r.output;
+    }
     for (const std::string& args : {"fuzz --walks 100000 --out " + at("file/sub"), "check --out " + at("file/sub/deeper"),
                                     "merge " + std::string(KVCHECK_SOURCE_DIR) + "/tests/bad_input/results/shard-0-of-2.json --out " + at("file/m.json")}) {
         const Cli r = kvcheck(args);

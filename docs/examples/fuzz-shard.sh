@@ -31,11 +31,13 @@ if [ "$status" -gt 128 ] && kill -0 "$pid" 2>/dev/null; then
   status=0
   wait "$pid" || status=$?  # the trap ran: wait for kvcheck to write fuzz.json and stop
 fi
+# 2 is bad input (a flag of another campaign, a damaged fuzz.json): retrying cannot help.
+if [ "$status" -eq 2 ]; then exit 2; fi
 if grep -q '"interrupted": true' "$dir/fuzz.json" 2>/dev/null; then
   echo "shard $index/$count interrupted; run this task again to resume it" >&2
   exit 143
 fi
 # 1 means this shard found a violation: fuzz.json and counterexample.json are written and
-# `kvcheck merge` reports it, so the task itself succeeded. 2 (bad input) fails it.
+# `kvcheck merge` reports it, so the task itself succeeded.
 if [ "$status" -gt 1 ]; then exit "$status"; fi
 exit 0

@@ -231,7 +231,9 @@ public:
         for (std::size_t k = shared; k < path_.size(); ++k) {
             Frontier f = stack_.back();
             const model::Step& step = nodes_[path_[k]].step;
-            KV_ASSERT(model::enabled(f.world, step), "a checkpoint path replays a step that is not enabled");
+            // The checkpoint's checksum guards against damage, not against a file made to pass it.
+            if (!model::enabled(f.world, step))
+                throw InputError("", "--resume", "the checkpoint's node " + std::to_string(path_[k]) + " takes a step that is not enabled there");
             model::apply(f.world, step);
             f.node = path_[k];
             f.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
@@ -319,9 +321,11 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             }
         counterexample_node = c.counterexample_node;
         if (counterexample_node != 0) {
+            replayer.rebuild(counterexample_node);  // every step of its path enabled, or an input error
             Counterexample found;
             found.steps = path_to(nodes, counterexample_node);
             const TrailResult replayed = replay_trail(scope, defenses, found.steps);
+            if (replayed.violations.empty()) throw InputError("", "--resume", "the checkpoint's counterexample violates nothing when replayed");
             found.violations = replayed.violations;
             found.described = replayed.described;
             report.counterexample = std::move(found);

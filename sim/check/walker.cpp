@@ -180,16 +180,18 @@ std::optional<FoundViolation> rewalk(const FuzzOptions& o, std::uint64_t index) 
     return shrunk(scope, policy->defenses, w, index);
 }
 
+nlohmann::json violation_json(const FoundViolation& v, const std::string& policy) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const std::string& line : v.counterexample.described) steps.push_back(line);
+    return {{"walk", v.walk},
+            {"invariant", v.invariant},
+            {"steps", steps},
+            {"scenario", steps_scenario_json(v.scope, policy, v.counterexample.steps, "found by kvcheck fuzz", nullptr)}};
+}
+
 nlohmann::json fuzz_json(const FuzzReport& r) {
     nlohmann::json found = nlohmann::json::array();
-    for (const FoundViolation& v : r.violations) {
-        nlohmann::json steps = nlohmann::json::array();
-        for (const std::string& line : v.counterexample.described) steps.push_back(line);
-        found.push_back({{"walk", v.walk},
-                         {"invariant", v.invariant},
-                         {"steps", steps},
-                         {"scenario", steps_scenario_json(v.scope, r.policy, v.counterexample.steps, "found by kvcheck fuzz", nullptr)}});
-    }
+    for (const FoundViolation& v : r.violations) found.push_back(violation_json(v, r.policy));
     return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
             {"walks", r.walks}, {"steps", r.steps}, {"next_walk", r.next_walk}, {"interrupted", r.interrupted},
             {"walk_budget", r.walk_budget}, {"depth", r.depth}, {"swarm", r.swarm}, {"keep_going", r.keep_going},
@@ -228,6 +230,8 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
         count(v, at, "walk");
         if (v["walk"].get<std::uint64_t>() % (*shard)[1].get<std::uint64_t>() != (*shard)[0].get<std::uint64_t>())
             fail(at + "/walk", "walk " + v["walk"].dump() + " is not one of shard " + (*shard)[0].dump() + "/" + (*shard)[1].dump());
+        if (v["walk"].get<std::uint64_t>() / (*shard)[1].get<std::uint64_t>() >= result["next_walk"].get<std::uint64_t>())
+            fail(at + "/walk", "walk " + v["walk"].dump() + " lies beyond next_walk " + result["next_walk"].dump() + ", which every walk found must be below");
         if (!v.contains("invariant") || !v["invariant"].is_string() || !model::is_invariant(v["invariant"].get<std::string>()))
             fail(at + "/invariant", "expected the name of an invariant");
         if (!v.contains("steps") || !v["steps"].is_array()) fail(at + "/steps", "expected an array of step descriptions");
@@ -279,6 +283,7 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
     std::sort(found.begin(), found.end(), [](const nlohmann::json& a, const nlohmann::json& b) { return a["walk"] < b["walk"]; });
     std::sort(covered.begin(), covered.end());
     merged["shards"] = covered;
+    merged["interrupted"] = std::any_of(shards.begin(), shards.end(), [](const FuzzResultFile& f) { return f.result.at("interrupted").get<bool>(); });
     merged["violations"] = found;
     return merged;
 }

@@ -73,6 +73,9 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
 std::optional<FoundViolation> rewalk(const FuzzOptions& options, std::uint64_t index);
 
 nlohmann::json fuzz_json(const FuzzReport& report);
+// One entry of fuzz.json's "violations": the walk, the invariant, the shrunk steps described and
+// as a steps-mode scenario.
+nlohmann::json violation_json(const FoundViolation& violation, const std::string& policy);
 // Checks a fuzz.json of one shard, read from `file`, before it is resumed or merged: throws
 // InputError naming the file and the JSON pointer of the first field that is missing or wrong.
 void check_fuzz_json(const nlohmann::json& result, const std::string& file);

@@ -47,6 +47,8 @@ TraceWriter::TraceWriter(const std::string& path) : path_(path) {
         return;
     }
     require_output_file(path_);
+    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+    if (!parent.empty()) ensure_directory(parent.string());
     temp_path_ = path_ + ".tmp." + std::to_string(::getpid());
     guard_.emplace(temp_path_);
     file_ = std::fopen(temp_path_.c_str(), "wb");

@@ -27,15 +27,14 @@ namespace kvcheck::cli {
 
 namespace {
 
-// Ctrl-C during check or fuzz: the work stops where it is and keeps what it found.
+// Ctrl-C (or SIGTERM, SIGHUP) during check or fuzz: the work stops where it is and keeps what it found.
 std::atomic<bool> interrupted{false};
 
 extern "C" void on_interrupt(int) { interrupted.store(true); }
 
 void catch_interrupt() {
     interrupted.store(false);
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_interrupt);
 }
 
 const model::PolicyInfo& policy_or_throw(const std::string& name) {
@@ -122,8 +121,16 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     cmd->add_flag("--quiet", a->quiet, "No progress line");
     cmd->callback([a, cmd, &common] {
-        if (!a->out.empty()) sim::require_output_folder(a->out);
-        if (!a->checkpoint.empty()) sim::require_output_file(a->checkpoint);
+        // Every file the run may write is checked before the work.
+        const std::string checkpoint_path = !a->checkpoint.empty() ? a->checkpoint
+                                            : !a->resume.empty()   ? a->resume
+                                            : !a->out.empty()      ? a->out + "/check.checkpoint"
+                                                                   : "check.checkpoint";
+        sim::require_output_file(checkpoint_path);
+        if (!a->out.empty()) {
+            sim::require_output_folder(a->out);
+            for (const char* name : {"/check.checkpoint", "/counterexample.json", "/counterexample.dot"}) sim::require_output_file(a->out + name);
+        }
         // A resumed run answers the checkpoint's question; a flag that asks another is an input error.
         std::optional<sim::ExploreCheckpoint> resumed;
         if (!a->resume.empty()) {
@@ -165,25 +172,24 @@ void register_check(CLI::App& app, Common& common) {
         options.progress = [&](std::uint64_t states, std::uint32_t depth, double) { progress.update(states, 0, "states, depth " + std::to_string(depth)); };
         sim::ExploreReport r = sim::explore(scope, policy.defenses, options);
         progress.done();
-        std::string checkpoint_path;
         if (r.checkpoint) {
-            checkpoint_path = !a->checkpoint.empty() ? a->checkpoint
-                              : !a->resume.empty() ? a->resume
-                              : !a->out.empty()    ? a->out + "/check.checkpoint"
-                                                   : "check.checkpoint";
-            if (a->checkpoint.empty() && a->resume.empty() && !a->out.empty()) sim::ensure_directory(a->out);
             r.checkpoint->policy = a->policy;
             sim::write_file_atomic(checkpoint_path, sim::encode_checkpoint(*r.checkpoint));
-            std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: kvcheck check --resume %s\n", r.bound_hit.c_str(),
-                         static_cast<unsigned long long>(r.states), checkpoint_path.c_str(), shell_word(checkpoint_path).c_str());
-        } else if (!a->out.empty() && a->checkpoint.empty()) {
-            sim::remove_stale(a->out + "/check.checkpoint");  // finished: a checkpoint there is of a run now done
+            std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: kvcheck check --resume %s%s\n", r.bound_hit.c_str(),
+                         static_cast<unsigned long long>(r.states), checkpoint_path.c_str(), shell_word(checkpoint_path).c_str(),
+                         a->out.empty() ? "" : (" --out " + shell_word(a->out)).c_str());
+        } else {
+            // Finished: the checkpoint it resumed, the one it was told to write and the one in its
+            // output folder are of a run now done (./check.checkpoint may be another question's).
+            for (const std::string* path : {&a->resume, &a->checkpoint})
+                if (!path->empty()) sim::remove_stale(*path);
+            if (!a->out.empty()) sim::remove_stale(a->out + "/check.checkpoint");
         }
         nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"reduction", a->reduction},         {"states", r.states},
                             {"transitions", r.transitions}, {"depth", r.depth},     {"seconds", r.seconds},
                             {"states_per_s", r.states_per_s}, {"exhausted", r.exhausted}, {"bound_hit", r.bound_hit},
                             {"stuck_states", r.stuck_states}, {"cycles", r.nontrivial_sccs}};
-        if (!checkpoint_path.empty()) j["checkpoint"] = checkpoint_path;
+        if (r.checkpoint) j["checkpoint"] = checkpoint_path;
         if (r.counterexample) {
             j["violated"] = r.counterexample->violations.front().invariant;
             j["counterexample_steps"] = r.counterexample->steps.size();
@@ -213,7 +219,7 @@ void register_check(CLI::App& app, Common& common) {
             std::string again = "kvcheck check --scope " + shell_word(a->scope) + " --policy " + shell_word(a->policy);
             if (!a->target.empty()) again += " --invariant " + shell_word(a->target);
             if (a->reduction != "none") again += " --reduction " + shell_word(a->reduction);
-            std::fprintf(a->json ? stderr : stdout, "reproduce: %s (add --out DIR for counterexample.json, which kvcheck run replays)\n", again.c_str());
+            std::fprintf(a->json ? stderr : stdout, "reproduce: %s\n(add --out DIR for counterexample.json, which kvcheck run replays)\n", again.c_str());
         } else if (!a->out.empty()) {
             remove_counterexample(a->out);
         }
@@ -258,7 +264,10 @@ void register_fuzz(CLI::App& app, Common& common) {
             throw sim::InputError("", "--shard", "expected i/n such as 0/4, got \"" + *shard + "\"");
         if (o->shard_count == 0 || o->shard_index >= o->shard_count)
             throw sim::InputError("", "--shard", "expected 0 <= i < n, got \"" + *shard + "\"");
-        if (!out->empty()) sim::require_output_folder(*out);
+        if (!out->empty()) {
+            sim::require_output_folder(*out);
+            for (const char* name : {"/fuzz.json", "/counterexample.json", "/counterexample.dot"}) sim::require_output_file(*out + name);
+        }
         o->stop_at_first = !*keep_going;
         o->swarm = !*no_swarm;
         nlohmann::json carried = nlohmann::json::array();
@@ -287,13 +296,15 @@ void register_fuzz(CLI::App& app, Common& common) {
             *shard = shard_name(*o);
             walks_before = previous.at("walks").get<std::uint64_t>();
             steps_before = previous.at("steps").get<std::uint64_t>();
-            if (!carried.empty()) {
-                std::uint64_t lowest = ~0ULL;
-                for (const nlohmann::json& v : carried) lowest = std::min(lowest, v.at("walk").get<std::uint64_t>());
-                carried_first = sim::rewalk(*o, lowest);
-                if (!carried_first)
-                    throw sim::InputError(*resume, "/violations", "walk " + std::to_string(lowest) +
-                                                                      " violates nothing when walked again: the violation is not from this campaign");
+            // Every carried violation is walked again and must come out as written: a damaged or
+            // edited fuzz.json is refused instead of continued. The lowest one gives the counterexample.
+            for (std::size_t i = 0; i < carried.size(); ++i) {
+                const std::uint64_t walk = carried[i].at("walk").get<std::uint64_t>();
+                std::optional<sim::FoundViolation> again = sim::rewalk(*o, walk);
+                if (!again || sim::violation_json(*again, o->policy) != carried[i])
+                    throw sim::InputError(*resume, "/violations/" + std::to_string(i), "walk " + std::to_string(walk) +
+                                                                                         " does not give this violation when walked again: the file is damaged or of another campaign");
+                if (!carried_first || walk < carried_first->walk) carried_first = std::move(again);
             }
         }
         if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
@@ -325,8 +336,10 @@ void register_fuzz(CLI::App& app, Common& common) {
                 std::fprintf(stderr, "interrupted after %llu walks; nothing was written (give --out DIR to keep a checkpoint)\n",
                              static_cast<unsigned long long>(walks));
             else
-                std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s --out %s\n",
-                             static_cast<unsigned long long>(walks), shell_word(*out + "/fuzz.json").c_str(), shell_word(*out).c_str());
+                // A campaign bounded by time alone needs its --seconds again (the file records walks, not time).
+                std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s --out %s%s\n",
+                             static_cast<unsigned long long>(walks), shell_word(*out + "/fuzz.json").c_str(), shell_word(*out).c_str(),
+                             o->walks == 0 ? (" --seconds " + nlohmann::json(o->seconds).dump()).c_str() : "");
         }
         if (!out->empty()) {
             sim::ensure_directory(*out);
@@ -373,6 +386,11 @@ void register_merge(CLI::App& app, Common& common) {
             shards.push_back({f, std::move(j)});
         }
         const nlohmann::json merged = sim::merge_fuzz_json(shards);
+        for (const sim::FuzzResultFile& f : shards)
+            if (f.result.at("interrupted").get<bool>())
+                std::fprintf(stderr, "kvcheck merge: %s was interrupted after walk %llu of %llu; resume it for the rest\n", f.path.c_str(),
+                             static_cast<unsigned long long>(f.result.at("next_walk").get<std::uint64_t>()),
+                             static_cast<unsigned long long>(f.result.at("walk_budget").get<std::uint64_t>()));
         const std::uint64_t count = merged["shards"].front().at(1).get<std::uint64_t>();
         if (merged["shards"].size() < count)
             std::fprintf(stderr, "kvcheck merge: %zu of %llu shards merged; the walks of the others did not run\n", merged["shards"].size(),

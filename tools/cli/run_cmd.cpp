@@ -16,6 +16,7 @@
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
 #include "sim/report_html.hpp"
+#include "sim/schedules.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
 
@@ -48,13 +49,43 @@ std::string reproduce_command(const std::string& path, const std::string& policy
     return "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
 }
 
-// The three files are written as one: Ctrl-C meanwhile takes effect after the last.
-void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohmann::json& report) {
+// The files one run writes into its folder.
+constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html"};
+
+// Throws InputError before any work when `dir` cannot take a run's files.
+void require_run_folder(const std::string& dir) {
+    sim::require_output_folder(dir);
+    for (const char* name : kRunFiles) sim::require_output_file(dir + name);
+}
+
+// A run's files are written as one group (sim::write_files_atomic): Ctrl-C or a full disk leaves
+// the folder's earlier files or all new ones. Without `html` an earlier report.html goes, as it
+// would show another run.
+void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohmann::json& report, bool html) {
     const sim::HeldSignals held;
-    sim::ensure_directory(dir);
-    sim::write_file_atomic(dir + "/report.json", report.dump(2) + "\n");
-    sim::write_file_atomic(dir + "/metrics.prom", sim::prometheus_text(r.info, r.metrics));
-    sim::write_file_atomic(dir + "/timeline.json", r.timeline.to_json().dump() + "\n");
+    std::vector<std::pair<std::string, std::string>> files = {{dir + "/report.json", report.dump(2) + "\n"},
+                                                              {dir + "/metrics.prom", sim::prometheus_text(r.info, r.metrics)},
+                                                              {dir + "/timeline.json", r.timeline.to_json().dump() + "\n"}};
+    if (html) files.emplace_back(dir + "/report.html", sim::report_html({{report["policy"].get<std::string>(), report}}));
+    else sim::remove_stale(dir + "/report.html");
+    sim::write_files_atomic(files);
+}
+
+// Removes what earlier runs left in `dir` that this one does not replace: the run files of each
+// subfolder (one holding report.json) not named in `keep`, the subfolder too once empty, and with
+// `top` the run files in `dir` itself. `kvcheck report DIR` then shows this run only.
+void clear_other_results(const std::string& dir, const std::set<std::string>& keep, bool top) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return;
+    if (top)
+        for (const char* name : kRunFiles) sim::remove_stale(dir + name);
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        if (!entry.is_directory(ec) || keep.count(entry.path().filename().string()) > 0 || !fs::exists(entry.path() / "report.json", ec))
+            continue;
+        for (const char* name : kRunFiles) sim::remove_stale(entry.path().string() + name);
+        if (fs::is_empty(entry.path(), ec)) fs::remove(entry.path(), ec);
+    }
 }
 
 void print_summary(const nlohmann::json& j, FILE* to) {
@@ -111,9 +142,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     progress.done();
     const nlohmann::json report = sim::report_json(result.info, result.metrics);
     const std::string out_dir = !args.out.empty() ? (in_suite ? args.out + "/" + c.name : args.out) : "";
-    if (!out_dir.empty()) write_outputs(out_dir, result, report);
-    if (!out_dir.empty() && args.html) sim::write_report_html(out_dir, out_dir + "/report.html");
-    else if (!out_dir.empty()) sim::remove_stale(out_dir + "/report.html");  // it would show an earlier run
+    if (!out_dir.empty()) write_outputs(out_dir, result, report, args.html);
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
     if (args.json) std::cout << report.dump(2) << "\n";
@@ -173,10 +202,6 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
 }
 
 int run_command(const RunArgs& args) {
-    // Output paths are checked before anything runs, so a bad one leaves nothing behind.
-    if (!args.junit.empty()) sim::require_output_file(args.junit);
-    if (!args.out.empty()) sim::require_output_folder(args.out);
-    if (!args.schedules.empty()) sim::require_output_folder(args.schedules);
     std::vector<std::string> paths;
     std::error_code ec;
     const bool folder = std::filesystem::is_directory(args.target, ec);
@@ -188,6 +213,24 @@ int run_command(const RunArgs& args) {
     } else {
         paths.push_back(args.target);
     }
+    // Output paths are checked before anything runs, so a bad one costs no work and leaves nothing behind.
+    std::set<std::string> names;
+    for (const std::string& p : paths) names.insert(std::filesystem::path(p).stem().string());
+    if (!args.junit.empty()) sim::require_output_file(args.junit);
+    if (!args.out.empty()) {
+        if (folder) sim::require_output_folder(args.out);
+        for (const std::string& name : folder ? names : std::set<std::string>{""}) require_run_folder(args.out + (folder ? "/" + name : ""));
+    }
+    if (!args.schedules.empty()) {
+        sim::require_output_folder(args.schedules);
+        if (folder)
+            for (const std::string& name : names) sim::require_output_folder(args.schedules + "/" + name);
+    }
+    // What earlier runs left and this one would not replace goes first: an interrupted run must
+    // not leave an old JUnit file or an old scenario's results looking like this run's.
+    if (!args.junit.empty()) sim::remove_stale(args.junit);
+    if (!args.out.empty()) clear_other_results(args.out, folder ? names : std::set<std::string>{}, folder);
+    if (!args.schedules.empty() && folder && std::filesystem::is_directory(args.schedules, ec)) sim::remove_schedules(args.schedules);
     std::vector<CaseResult> cases;
     for (const std::string& p : paths) cases.push_back(run_one(p, args, folder));
     if (!args.junit.empty()) write_junit(args.junit, cases);
@@ -274,8 +317,12 @@ void register_compare(CLI::App& app, Common& common) {
                 throw sim::InputError("", "--policies", "unknown policy \"" + n + "\" (known: " + model::policy_names() + ")");
             if (!seen.insert(n).second) throw sim::InputError("", "--policies", "\"" + n + "\" is listed twice");
         }
-        if (!args->out.empty()) sim::require_output_folder(args->out);
+        if (!args->out.empty()) {
+            sim::require_output_folder(args->out);
+            for (const std::string& name : names) require_run_folder(args->out + "/" + name);
+        }
         const sim::Scenario scenario = sim::load_scenario(args->target);
+        if (!args->out.empty()) clear_other_results(args->out, seen, true);
         const std::uint64_t seed = args->seed != 0 ? args->seed : scenario.seed;
         std::fprintf(args->json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());
         std::vector<nlohmann::json> reports;
@@ -291,7 +338,7 @@ void register_compare(CLI::App& app, Common& common) {
             const sim::RunResult result = sim::run_scenario(scenario, options);
             progress.done();
             nlohmann::json report = sim::report_json(result.info, result.metrics);
-            if (!args->out.empty()) write_outputs(args->out + "/" + name, result, report);
+            if (!args->out.empty()) write_outputs(args->out + "/" + name, result, report, false);
             if (const sim::Expectation* e = sim::expectation_for(scenario, name)) {
                 for (const std::string& f : sim::judge_run(e, report)) {
                     std::fprintf(stderr, "FAIL %s: %s\nreproduce: %s\n", name.c_str(), f.c_str(),
