@@ -298,6 +298,18 @@ TEST(Explorer, BadCheckpointIsAnInputError) {
     options.resume = &*r.checkpoint;
     options.target = "RL3_toctou";
     EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options), sim::InputError);
+
+    // A file made to pass the checksum still cannot take the explorer where the model does not go:
+    // a frontier node whose step is not enabled on its path is an input error, not an assertion.
+    sim::ExploreCheckpoint forged = *r.checkpoint;
+    ASSERT_FALSE(forged.level.empty());
+    const std::uint32_t node = forged.level.back();
+    ASSERT_GT(node, 0u);
+    forged.steps[node].target = 999;  // no request, segment or I/O slot has this id at the small scope
+    const sim::ExploreCheckpoint decoded = sim::decode_checkpoint(sim::encode_checkpoint(forged), "x");
+    options.target.clear();
+    options.resume = &decoded;
+    EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options), sim::InputError);
 }
 
 namespace {
