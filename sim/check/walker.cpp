@@ -180,6 +180,19 @@ std::optional<FoundViolation> rewalk(const FuzzOptions& o, std::uint64_t index) 
     return shrunk(scope, policy->defenses, w, index);
 }
 
+std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, const FuzzOptions& o, const std::string& file) {
+    std::optional<FoundViolation> lowest;
+    for (std::size_t i = 0; i < violations.size(); ++i) {
+        const std::uint64_t walk = violations[i].at("walk").get<std::uint64_t>();
+        std::optional<FoundViolation> again = rewalk(o, walk);
+        if (!again || violation_json(*again, o.policy) != violations[i])
+            throw InputError(file, "/violations/" + std::to_string(i),
+                             "walk " + std::to_string(walk) + " does not give this violation when walked again: the file is damaged or of another campaign");
+        if (!lowest || walk < lowest->walk) lowest = std::move(again);
+    }
+    return lowest;
+}
+
 nlohmann::json violation_json(const FoundViolation& v, const std::string& policy) {
     nlohmann::json steps = nlohmann::json::array();
     for (const std::string& line : v.counterexample.described) steps.push_back(line);

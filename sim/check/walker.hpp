@@ -71,6 +71,10 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
 // as fuzz() did when it found it: for the counterexample of a violation carried over a resume.
 // Empty when that walk violates nothing (the violation did not come from this campaign).
 std::optional<FoundViolation> rewalk(const FuzzOptions& options, std::uint64_t index);
+// Walks every violation a resumed fuzz.json (`file`) carries again: each must come out exactly as
+// written, or InputError names its JSON pointer (a damaged or edited file is refused, not
+// continued). Returns the lowest one, for the campaign's counterexample; empty when none.
+std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, const FuzzOptions& options, const std::string& file);
 
 nlohmann::json fuzz_json(const FuzzReport& report);
 // One entry of fuzz.json's "violations": the walk, the invariant, the shrunk steps described and

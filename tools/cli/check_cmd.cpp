@@ -296,16 +296,7 @@ void register_fuzz(CLI::App& app, Common& common) {
             *shard = shard_name(*o);
             walks_before = previous.at("walks").get<std::uint64_t>();
             steps_before = previous.at("steps").get<std::uint64_t>();
-            // Every carried violation is walked again and must come out as written: a damaged or
-            // edited fuzz.json is refused instead of continued. The lowest one gives the counterexample.
-            for (std::size_t i = 0; i < carried.size(); ++i) {
-                const std::uint64_t walk = carried[i].at("walk").get<std::uint64_t>();
-                std::optional<sim::FoundViolation> again = sim::rewalk(*o, walk);
-                if (!again || sim::violation_json(*again, o->policy) != carried[i])
-                    throw sim::InputError(*resume, "/violations/" + std::to_string(i), "walk " + std::to_string(walk) +
-                                                                                         " does not give this violation when walked again: the file is damaged or of another campaign");
-                if (!carried_first || walk < carried_first->walk) carried_first = std::move(again);
-            }
+            carried_first = sim::rewalk_carried(carried, *o, *resume);
         }
         if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         o->stop = &interrupted;
