@@ -229,7 +229,7 @@ int run_command(const RunArgs& args) {
     // What earlier runs left and this one would not replace goes first: an interrupted run must
     // not leave an old JUnit file or an old scenario's results looking like this run's.
     if (!args.junit.empty()) sim::remove_stale(args.junit);
-    if (!args.out.empty()) clear_other_results(args.out, folder ? names : std::set<std::string>{}, folder);
+    if (!args.out.empty() && folder) clear_other_results(args.out, names, true);
     if (!args.schedules.empty() && folder && std::filesystem::is_directory(args.schedules, ec)) sim::remove_schedules(args.schedules);
     std::vector<CaseResult> cases;
     for (const std::string& p : paths) cases.push_back(run_one(p, args, folder));
