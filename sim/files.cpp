@@ -14,10 +14,12 @@
 
 namespace kvcheck::sim {
 
+std::string temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+
 HeldSignals::HeldSignals() {
     sigset_t held;
     sigemptyset(&held);
-    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&held, signal);
+    for (const int signal : kStopSignals) sigaddset(&held, signal);
     pthread_sigmask(SIG_BLOCK, &held, &previous_);
 }
 
@@ -25,7 +27,6 @@ HeldSignals::~HeldSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 
 namespace {
 
-constexpr int kGuardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 char guarded_path[4096];                 // the temporary file a signal removes
 volatile std::sig_atomic_t guarding = 0;
 
@@ -45,11 +46,11 @@ TemporaryFileGuard::TemporaryFileGuard(const std::string& path) {
     struct sigaction action {};
     action.sa_handler = remove_guarded_and_die;
     sigemptyset(&action.sa_mask);
-    for (std::size_t i = 0; i < std::size(kGuardedSignals); ++i) sigaction(kGuardedSignals[i], &action, &previous_[i]);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &action, &previous_[i]);
 }
 
 TemporaryFileGuard::~TemporaryFileGuard() {
-    for (std::size_t i = 0; i < std::size(kGuardedSignals); ++i) sigaction(kGuardedSignals[i], &previous_[i], nullptr);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) sigaction(kStopSignals[i], &previous_[i], nullptr);
     guarding = 0;
 }
 
@@ -68,7 +69,7 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
         for (std::size_t i = from; i < temps.size(); ++i) std::filesystem::remove(temps[i], ignored);
     };
     for (const auto& [path, content] : files) {
-        temps.push_back(path + ".tmp." + std::to_string(::getpid()));
+        temps.push_back(temporary_path(path));
         std::ofstream out(temps.back(), std::ios::binary | std::ios::trunc);
         if (!out) {
             const std::string why = std::strerror(errno);

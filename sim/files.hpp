@@ -4,11 +4,18 @@
 
 #include <signal.h>
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace kvcheck::sim {
+
+// The signals that stop kvcheck: held while results are written, handled by fuzz and check.
+inline constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// The temporary file `path` is written to before it is renamed into place.
+std::string temporary_path(const std::string& path);
 
 // While alive, holds SIGINT, SIGTERM and SIGHUP back from the calling thread, so that what it
 // writes meanwhile (one file, or a run's report, metrics and timeline) is written whole: a signal
@@ -36,7 +43,7 @@ public:
     TemporaryFileGuard& operator=(const TemporaryFileGuard&) = delete;
 
 private:
-    struct sigaction previous_[3];
+    struct sigaction previous_[std::size(kStopSignals)];
 };
 
 // Writes `content` to `path` via a temporary file in the same folder and a rename, with signals

@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "sim/files.hpp"
 #include "sim/input_error.hpp"
@@ -49,7 +48,7 @@ TraceWriter::TraceWriter(const std::string& path) : path_(path) {
     require_output_file(path_);
     const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
     if (!parent.empty()) ensure_directory(parent.string());
-    temp_path_ = path_ + ".tmp." + std::to_string(::getpid());
+    temp_path_ = temporary_path(path_);
     guard_.emplace(temp_path_);
     file_ = std::fopen(temp_path_.c_str(), "wb");
     if (file_ == nullptr) throw InputError(path_, "", std::string("cannot write: ") + std::strerror(errno));

@@ -34,7 +34,7 @@ extern "C" void on_interrupt(int) { interrupted.store(true); }
 
 void catch_interrupt() {
     interrupted.store(false);
-    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_interrupt);
+    for (const int signal : sim::kStopSignals) std::signal(signal, on_interrupt);
 }
 
 const model::PolicyInfo& policy_or_throw(const std::string& name) {

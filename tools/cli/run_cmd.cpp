@@ -49,6 +49,12 @@ std::string reproduce_command(const std::string& path, const std::string& policy
     return "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
 }
 
+// Where a scenario's outputs (or schedules) go under `base`: base itself for a single run, a
+// folder named after the scenario in a suite.
+std::string case_folder(const std::string& base, const std::string& name, bool in_suite) {
+    return base.empty() || !in_suite ? base : base + "/" + name;
+}
+
 // The files one run writes into its folder.
 constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html"};
 
@@ -124,7 +130,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     options.seed = args.seed;
     options.seed_given = args.seed != 0;
     // A suite exports each scenario's schedules into a folder of its own, as its outputs.
-    options.schedules_dir = args.schedules.empty() || !in_suite ? args.schedules : args.schedules + "/" + c.name;
+    options.schedules_dir = case_folder(args.schedules, c.name, in_suite);
     const std::string policy = args.policy.empty() ? scenario.policy : args.policy;
     const std::uint64_t seed = options.seed_given ? args.seed : scenario.seed;
     FILE* info = args.json ? stderr : stdout;
@@ -141,7 +147,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     }
     progress.done();
     const nlohmann::json report = sim::report_json(result.info, result.metrics);
-    const std::string out_dir = !args.out.empty() ? (in_suite ? args.out + "/" + c.name : args.out) : "";
+    const std::string out_dir = case_folder(args.out, c.name, in_suite);
     if (!out_dir.empty()) write_outputs(out_dir, result, report, args.html);
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
@@ -218,13 +224,12 @@ int run_command(const RunArgs& args) {
     for (const std::string& p : paths) names.insert(std::filesystem::path(p).stem().string());
     if (!args.junit.empty()) sim::require_output_file(args.junit);
     if (!args.out.empty()) {
-        if (folder) sim::require_output_folder(args.out);
-        for (const std::string& name : folder ? names : std::set<std::string>{""}) require_run_folder(args.out + (folder ? "/" + name : ""));
+        sim::require_output_folder(args.out);
+        for (const std::string& name : names) require_run_folder(case_folder(args.out, name, folder));
     }
     if (!args.schedules.empty()) {
         sim::require_output_folder(args.schedules);
-        if (folder)
-            for (const std::string& name : names) sim::require_output_folder(args.schedules + "/" + name);
+        for (const std::string& name : names) sim::require_output_folder(case_folder(args.schedules, name, folder));
     }
     // What earlier runs left and this one would not replace goes first: an interrupted run must
     // not leave an old JUnit file or an old scenario's results looking like this run's.
