@@ -1,6 +1,8 @@
 // Chrome trace event writer.
 #include "sim/timeline.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace kvcheck::sim {
 
 namespace {
@@ -26,34 +28,48 @@ void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
     memory_samples_.push_back({events_.size(), at_ns, w.bytes_by_form, state_table_bytes});
 }
 
-nlohmann::json Timeline::to_json() const {
-    nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}};
-    nlohmann::json all = nlohmann::json::array();
-    all.push_back(meta);
+std::string Timeline::dump() const {
+    // The file is streamed event by event: holding all events as one JSON value cost as much as
+    // the whole replay. Each event is still a JSON value written by nlohmann/json, and the bytes
+    // are those of the value {"displayTimeUnit": "ms", "traceEvents": [...]} dumped whole.
+    std::string out = R"({"displayTimeUnit":"ms","traceEvents":[)";
+    const auto emit = [&out](const nlohmann::json& event) {
+        if (out.back() != '[') out += ',';
+        out += event.dump();
+    };
+    emit({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}});
     auto sample = memory_samples_.begin();
     const auto samples_before = [&](std::size_t position) {
         for (; sample != memory_samples_.end() && sample->position <= position; ++sample) {
             nlohmann::json args = nlohmann::json::object();
             for (model::Form f : model::kAllForms) args[std::string(model::form_name(f))] = sample->bytes_by_form[static_cast<int>(f)];
             args["state_table"] = sample->state_table_bytes;
-            all.push_back({{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", us(sample->at_ns)}, {"args", args}});
+            emit({{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", us(sample->at_ns)}, {"args", std::move(args)}});
         }
     };
     for (std::size_t i = 0; i < events_.size(); ++i) {
         samples_before(i);
         const Event& e = events_[i];
-        if (!e.span) {
-            all.push_back({{"name", e.name}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", 0}, {"ts", us(e.at_ns)},
-                           {"args", {{"detail", e.detail}}}});
-            continue;
+        nlohmann::json event = nlohmann::json::object();
+        event["name"] = e.name;
+        event["pid"] = 1;
+        event["ts"] = us(e.at_ns);
+        if (e.span) {
+            event["ph"] = "X";
+            event["tid"] = e.uid;
+            event["dur"] = us(e.duration_ns);
+            if (!e.detail.empty()) event["args"]["detail"] = e.detail;
+        } else {
+            event["ph"] = "i";
+            event["s"] = "g";
+            event["tid"] = 0;
+            event["args"]["detail"] = e.detail;
         }
-        nlohmann::json span = {{"name", e.name}, {"ph", "X"}, {"pid", 1}, {"tid", e.uid}, {"ts", us(e.at_ns)},
-                               {"dur", us(e.duration_ns)}};
-        if (!e.detail.empty()) span["args"] = {{"detail", e.detail}};
-        all.push_back(std::move(span));
+        emit(event);
     }
     samples_before(events_.size());
-    return {{"traceEvents", all}, {"displayTimeUnit", "ms"}};
+    out += "]}\n";
+    return out;
 }
 
 }  // namespace kvcheck::sim

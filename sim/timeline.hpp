@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include "model/world.hpp"
 
@@ -24,12 +23,13 @@ public:
     bool takes_instants() const { return instants_ < kMaxInstants; }
     void instant(const std::string& name, std::uint64_t at_ns, const std::string& detail);
     void memory(std::uint64_t at_ns, const model::World& world);
-    nlohmann::json to_json() const;
+    // The whole timeline.json, newline-terminated.
+    std::string dump() const;
 
 private:
     static constexpr std::size_t kMaxInstants = 20'000;
     static constexpr std::size_t kMaxSamples = 20'000;
-    // Events are kept as plain values and turned into JSON only by to_json(): building a JSON
+    // Events are kept as plain values and turned into JSON only by dump(): building a JSON
     // object per event cost several percent of a replay.
     struct Event {
         std::string name;

@@ -71,7 +71,7 @@ void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohma
     const sim::HeldSignals held;
     std::vector<std::pair<std::string, std::string>> files = {{dir + "/report.json", report.dump(2) + "\n"},
                                                               {dir + "/metrics.prom", sim::prometheus_text(r.info, r.metrics)},
-                                                              {dir + "/timeline.json", r.timeline.to_json().dump() + "\n"}};
+                                                              {dir + "/timeline.json", r.timeline.dump()}};
     if (html) files.emplace_back(dir + "/report.html", sim::report_html({{report["policy"].get<std::string>(), report}}));
     else sim::remove_stale(dir + "/report.html");
     sim::write_files_atomic(files);

@@ -1,0 +1,130 @@
+// timeline.json: the Chrome trace event file a run writes. Its caps hold, its events are the ones
+// docs/tutorial.md describes (request tracks, fault and first-violation instants, memory counters),
+// and the streamed file is the JSON value it stands for.
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "model/world.hpp"
+#include "tests/model_fixtures.hpp"
+#include "sim/engine.hpp"
+#include "sim/scenario.hpp"
+#include "sim/timeline.hpp"
+
+namespace {
+
+using kvcheck::sim::Timeline;
+using nlohmann::json;
+
+const std::string kSourceDir = KVCHECK_SOURCE_DIR;
+
+json run_timeline(const std::string& scenario_file, const std::string& policy) {
+    kvcheck::sim::Scenario scenario = kvcheck::sim::load_scenario(kSourceDir + "/scenarios/" + scenario_file);
+    kvcheck::sim::RunOptions options;
+    options.policy = policy;
+    return json::parse(kvcheck::sim::run_scenario(scenario, options).timeline.dump());
+}
+
+TEST(TimelineTest, AnEmptyTimelineIsTheProcessNameAlone) {
+    const std::string text = Timeline(4).dump();
+    EXPECT_EQ(text.back(), '\n');
+    const json parsed = json::parse(text);
+    EXPECT_EQ(parsed.dump() + "\n", text);
+    ASSERT_EQ(parsed["traceEvents"].size(), 1u);
+    EXPECT_EQ(parsed["traceEvents"][0]["ph"], "M");
+    EXPECT_EQ(parsed["traceEvents"][0]["args"]["name"], "kvcheck");
+    EXPECT_EQ(parsed["displayTimeUnit"], "ms");
+}
+
+TEST(TimelineTest, SpansInstantsAndSamplesComeOutInOrderAndCapped) {
+    Timeline t(2);
+    const kvcheck::model::World world = kvcheck::model::fixtures::toy_world();
+    t.memory(0, world);
+    t.span(0, "request", 1'000, 5'000, "12 in, 3 out");
+    t.span(2, "request", 1'000, 5'000, "not tracked");  // uid 2 is past the first two requests
+    t.memory(500'000, world);                            // less than 1 ms after the last sample
+    t.instant("F2 load failure", 2'000'000, "io_fail \"op\" 1");
+    t.memory(2'000'000, world);
+    t.span(1, "io_wait", 3'000, 3'500);
+    const std::string text = t.dump();
+    const json parsed = json::parse(text);
+    EXPECT_EQ(parsed.dump() + "\n", text) << "the streamed file differs from the value dumped whole";
+    const json& events = parsed["traceEvents"];
+    ASSERT_EQ(events.size(), 6u);
+    EXPECT_EQ(events[1]["name"], "memory_bytes");
+    EXPECT_EQ(events[1]["ph"], "C");
+    EXPECT_EQ(events[1]["args"].size(), static_cast<std::size_t>(kvcheck::model::kFormCount) + 1);
+    EXPECT_EQ(events[2]["name"], "request");
+    EXPECT_EQ(events[2]["tid"], 0);
+    EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 4.0);
+    EXPECT_EQ(events[2]["args"]["detail"], "12 in, 3 out");
+    EXPECT_EQ(events[3]["ph"], "i");
+    EXPECT_EQ(events[3]["s"], "g");
+    EXPECT_EQ(events[3]["args"]["detail"], "io_fail \"op\" 1");
+    EXPECT_EQ(events[4]["name"], "memory_bytes");
+    EXPECT_DOUBLE_EQ(events[4]["ts"].get<double>(), 2000.0);
+    EXPECT_EQ(events[5]["name"], "io_wait");
+    EXPECT_FALSE(events[5].contains("args")) << "a span without detail has no args";
+}
+
+TEST(TimelineTest, InstantsStopAtTheirCap) {
+    Timeline t(0);
+    std::size_t taken = 0;
+    while (t.takes_instants()) {
+        t.instant("F6 eviction between validate and read", taken, "");
+        ++taken;
+    }
+    t.instant("past the cap", taken, "");
+    EXPECT_EQ(taken, 20'000u);
+    const json events = json::parse(t.dump())["traceEvents"];
+    EXPECT_EQ(events.size(), taken + 1);
+    EXPECT_NE(events.back()["name"], "past the cap");
+}
+
+TEST(TimelineTest, ANaiveQuickstartRunDrawsRequestsFaultsViolationsAndMemory) {
+    const json events = run_timeline("quickstart.json", "naive")["traceEvents"];
+    std::set<std::uint32_t> finished;
+    std::set<std::string> violations;
+    std::size_t faults = 0;
+    std::size_t samples = 0;
+    double last_sample_ts = -1e18;
+    for (const json& e : events) {
+        const std::string name = e["name"];
+        const std::string ph = e["ph"];
+        if (ph == "X") {
+            EXPECT_TRUE(name == "request" || name == "prefill" || name == "io_wait") << name;
+            EXPECT_GE(e["dur"].get<double>(), 0.0);
+            if (name == "request") {
+                EXPECT_TRUE(finished.insert(e["tid"].get<std::uint32_t>()).second) << "two request spans";
+            }
+        } else if (ph == "i") {
+            if (name.rfind("violation ", 0) == 0) {
+                EXPECT_TRUE(violations.insert(name).second) << "only the first violation of each invariant: " << name;
+            } else {
+                EXPECT_EQ(name[0], 'F') << name;
+                ++faults;
+            }
+        } else if (ph == "C") {
+            const double ts = e["ts"];
+            EXPECT_GE(ts, last_sample_ts + 1000.0) << "at most one sample per simulated millisecond";
+            last_sample_ts = ts;
+            ++samples;
+        } else {
+            EXPECT_EQ(ph, "M");
+        }
+    }
+    EXPECT_GT(finished.size(), 0u);
+    EXPECT_LE(*finished.rbegin(), 1'999u) << "tracks are drawn for the first 2,000 requests only";
+    EXPECT_GT(faults, 0u) << "quickstart injects faults";
+    EXPECT_TRUE(violations.count("violation OR1_ground_truth")) << "the naive rule corrupts quickstart's resumes";
+    EXPECT_GT(samples, 1u);
+}
+
+TEST(TimelineTest, TheSameRunTwiceGivesTheSameTimeline) {
+    EXPECT_EQ(run_timeline("fault-f2-load-failure.json", ""), run_timeline("fault-f2-load-failure.json", ""));
+}
+
+}  // namespace
