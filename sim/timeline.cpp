@@ -38,13 +38,20 @@ std::string Timeline::dump() const {
         out += event.dump();
     };
     emit({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}});
+    // One counter value, refilled for every sample: its keys are allocated once.
+    nlohmann::json counter = {{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", 0.0}, {"args", nlohmann::json::object()}};
+    nlohmann::json& counter_ts = counter["ts"];
+    nlohmann::json& counter_args = counter["args"];
+    std::array<nlohmann::json*, model::kFormCount> form_bytes{};
+    for (model::Form f : model::kAllForms) form_bytes[static_cast<int>(f)] = &counter_args[std::string(model::form_name(f))];
+    nlohmann::json& state_table_bytes = counter_args["state_table"];
     auto sample = memory_samples_.begin();
     const auto samples_before = [&](std::size_t position) {
         for (; sample != memory_samples_.end() && sample->position <= position; ++sample) {
-            nlohmann::json args = nlohmann::json::object();
-            for (model::Form f : model::kAllForms) args[std::string(model::form_name(f))] = sample->bytes_by_form[static_cast<int>(f)];
-            args["state_table"] = sample->state_table_bytes;
-            emit({{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", us(sample->at_ns)}, {"args", std::move(args)}});
+            counter_ts = us(sample->at_ns);
+            for (int f = 0; f < model::kFormCount; ++f) *form_bytes[f] = sample->bytes_by_form[f];
+            state_table_bytes = sample->state_table_bytes;
+            emit(counter);
         }
     };
     for (std::size_t i = 0; i < events_.size(); ++i) {
