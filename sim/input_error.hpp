@@ -2,10 +2,40 @@
 // and the place (line:column or JSON pointer) and are reported in one line with exit code 2.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace kvcheck::sim {
+
+// The length of the valid UTF-8 sequence that starts at text[i] (a byte of 0x80 or more), or 0
+// when there is none; then *bad is the offset of the first byte that breaks it.
+inline std::size_t utf8_sequence(std::string_view text, std::size_t i, std::size_t* bad) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::size_t length = 0;
+    unsigned char low = 0x80;  // bounds on the second byte rule out overlong forms and surrogates
+    unsigned char high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        if (lead == 0xE0) low = 0xA0;
+        if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        if (lead == 0xF0) low = 0x90;
+        if (lead == 0xF4) high = 0x8F;
+    }
+    *bad = i;
+    if (length == 0 || i + length > text.size()) return 0;
+    for (std::size_t k = 1; k < length; ++k) {
+        const auto byte = static_cast<unsigned char>(text[i + k]);
+        *bad = i + k;
+        if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) return 0;
+    }
+    return length;
+}
 
 class InputError : public std::runtime_error {
 public:
@@ -18,8 +48,8 @@ public:
     const std::string& message() const { return message_; }
 
 private:
-    // One line whatever the input held: control bytes copied from a file name or a bad value are
-    // written as \n, \r, \t or \xNN.
+    // One line of UTF-8 text whatever the input held: control bytes and bytes that are not UTF-8,
+    // copied from a file name or a bad value, are written as \n, \r, \t or \xNN.
     static std::string compose(const std::string& file, const std::string& place, const std::string& message) {
         std::string out = file.empty() ? std::string("<input>") : file;
         if (!place.empty()) out += ":" + place;
@@ -28,9 +58,18 @@ private:
     static std::string one_line(const std::string& text) {
         std::string out;
         out.reserve(text.size());
-        for (const char c : text) {
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            const char c = text[i];
             const auto byte = static_cast<unsigned char>(c);
-            if (byte >= 0x20 && byte != 0x7f) {
+            std::size_t bad = 0;
+            if (byte >= 0x80) {
+                if (const std::size_t length = utf8_sequence(text, i, &bad)) {
+                    out.append(text.data() + i, length);
+                    i += length - 1;
+                    continue;
+                }
+            }
+            if (byte >= 0x20 && byte != 0x7f && byte < 0x80) {
                 out += c;
             } else if (c == '\n') {
                 out += "\\n";

@@ -152,27 +152,9 @@ std::size_t find_invalid_utf8(std::string_view text) {
             ++i;
             continue;
         }
-        std::size_t length = 0;
-        unsigned char low = 0x80;  // bounds on the second byte rule out overlong forms and surrogates
-        unsigned char high = 0xBF;
-        if (lead >= 0xC2 && lead <= 0xDF) {
-            length = 2;
-        } else if (lead >= 0xE0 && lead <= 0xEF) {
-            length = 3;
-            if (lead == 0xE0) low = 0xA0;
-            if (lead == 0xED) high = 0x9F;
-        } else if (lead >= 0xF0 && lead <= 0xF4) {
-            length = 4;
-            if (lead == 0xF0) low = 0x90;
-            if (lead == 0xF4) high = 0x8F;
-        } else {
-            return i;
-        }
-        if (i + length > text.size()) return i;
-        for (std::size_t k = 1; k < length; ++k) {
-            const auto byte = static_cast<unsigned char>(text[i + k]);
-            if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) return i + k;
-        }
+        std::size_t bad = 0;
+        const std::size_t length = utf8_sequence(text, i, &bad);
+        if (length == 0) return bad;
         i += length;
     }
     return std::string_view::npos;
