@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
+#include <string_view>
 #include <sstream>
 
 #include "sim/input_error.hpp"
@@ -35,13 +37,25 @@ public:
     explicit Parser(std::string file) : file_(std::move(file)) {}
 
     [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
-        throw sim::InputError(file_, pointer, message);
+        throw sim::InputError(file_, pointer.empty() ? "/" : pointer, message);
     }
 
     const json& member(const json& object, const std::string& pointer, const char* key) const {
         const json* found = optional_member(object, pointer, key);
         if (found == nullptr) fail(pointer + "/" + key, "missing");
         return *found;
+    }
+
+    // A key outside `keys` is refused: it is usually a typo of an optional field, which would
+    // otherwise be replayed with its default.
+    void known_keys(const json& object, const std::string& pointer, std::initializer_list<std::string_view> keys) const {
+        if (!object.is_object()) fail(pointer, "expected an object");
+        for (const auto& [key, value] : object.items()) {
+            if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+            std::string expected;
+            for (std::string_view k : keys) expected += (expected.empty() ? "" : ", ") + std::string(k);
+            fail(pointer + "/" + sim::pointer_escape(key), "unknown key \"" + key + "\" (expected one of " + expected + ")");
+        }
     }
 
     const json* optional_member(const json& object, const std::string& pointer, const char* key) const {
@@ -114,6 +128,10 @@ private:
 
 model::CacheGroup Parser::group(const json& value, const std::string& p, std::size_t index) const {
     model::CacheGroup g;
+    // layers, bytes_per_token_layer, state_bytes_layer and layout_id are written for readers; the
+    // tiny model has its own dimensions.
+    known_keys(value, p, {"name", "kind", "layers", "block_tokens", "segment_tokens", "window_tokens", "compress_ratio",
+                          "bytes_per_token_layer", "state_bytes_layer", "indexer_top_k", "indexed_group", "layout_id"});
     const json* name = optional_member(value, p, "name");
     g.name = name != nullptr ? text(*name, p + "/name") : "group" + std::to_string(index);
     const std::string kind = text(member(value, p, "kind"), p + "/kind");
@@ -170,6 +188,7 @@ bool form_fits(model::Form form, model::GroupKind kind) {
 
 Read Parser::read(const json& value, const std::string& p, const Schedule& s) const {
     Read r;
+    known_keys(value, p, {"group", "form", "start", "end", "source", "transport", "damage"});
     r.group = small(member(value, p, "group"), p + "/group", 0, static_cast<int>(s.groups.size()) - 1);
     const std::string form = text(member(value, p, "form"), p + "/form");
     const auto parsed = model::form_from_name(form);
@@ -184,6 +203,7 @@ Read Parser::read(const json& value, const std::string& p, const Schedule& s) co
     const json& source = member(value, p, "source");
     if (!source.is_null()) {
         const std::string sp = p + "/source";
+        known_keys(source, sp, {"tokens", "start", "end", "weights_version", "layout", "index_weights_version"});
         Source src;
         // "request" stands for the schedule's own prompt: the usual source, written once.
         const json& listed = member(source, sp, "tokens");
@@ -220,6 +240,8 @@ Schedule parse_schedule(const json& doc, const std::string& file) {
     const Parser in(file);
     Schedule s;
     s.file = file;
+    in.known_keys(doc, "", {"schema", "scenario", "policy", "seed", "request", "model", "weights_version", "layouts", "tokens",
+                            "resume_len", "prefill_chunk_tokens", "decode_steps", "reads", "events", "faults", "oracle"});
     const std::string schema = in.text(in.member(doc, "", "schema"), "/schema");
     if (schema != "kvcheck.schedule/1") in.fail("/schema", "expected \"kvcheck.schedule/1\", got \"" + schema + "\"");
     if (const json* v = in.optional_member(doc, "", "scenario")) s.scenario = in.text(*v, "/scenario");
@@ -227,6 +249,7 @@ Schedule parse_schedule(const json& doc, const std::string& file) {
     if (const json* v = in.optional_member(doc, "", "seed")) s.seed = in.unsigned_integer(*v, "/seed");
     if (const json* v = in.optional_member(doc, "", "request")) s.request = in.integer(*v, "/request", 0, INT64_MAX);
     const json& model_json = in.member(doc, "", "model");
+    in.known_keys(model_json, "/model", {"preset", "groups"});
     if (const json* v = in.optional_member(model_json, "/model", "preset")) s.preset = in.text(*v, "/model/preset");
     if (const json* groups = in.optional_member(model_json, "/model", "groups")) {
         for (std::size_t i = 0; i < in.array(*groups, "/model/groups", 16).size(); ++i)
@@ -254,6 +277,7 @@ Schedule parse_schedule(const json& doc, const std::string& file) {
     if (const json* events = in.optional_member(doc, "", "events")) in.array(*events, "/events", 1u << 20);
     if (const json* faults = in.optional_member(doc, "", "faults")) s.faults = in.strings(*faults, "/faults");
     const json& oracle = in.member(doc, "", "oracle");
+    in.known_keys(oracle, "/oracle", {"corrupt", "invariants"});
     const json& corrupt = in.member(oracle, "/oracle", "corrupt");
     if (!corrupt.is_boolean()) in.fail("/oracle/corrupt", "expected true or false");
     s.oracle_corrupt = corrupt.get<bool>();

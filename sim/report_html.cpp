@@ -4,6 +4,7 @@
 #include "sim/report_html.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -23,21 +24,22 @@ namespace {
 using nlohmann::json;
 using svg::Unit;
 
-// What every report.json must hold: "*" stands for any key, a one-element array for any length.
+// What every report.json must hold: "*" stands for any key, a one-element array for any length;
+// 0 is a count (a whole number of 0 or more), 0.0 a real of 0 or more and 0.5 a share from 0 to 1.
 // Keys beyond these are allowed, so a newer writer with extra figures still renders.
 constexpr const char* kReportShape = R"({
   "schema_version": 0, "scenario": "", "preset": "", "policy": "", "seed": 0, "requests": 0, "lookups": 0, "hits": 0,
-  "hit_rate": 0, "post_hit_fallbacks": 0, "post_hit_fallback_rate": 0,
+  "hit_rate": 0.5, "post_hit_fallbacks": 0, "post_hit_fallback_rate": 0.5,
   "verdicts": {"resumable": 0, "io_wait": 0, "partial_recompute": 0, "full_recompute": 0},
   "miss_reasons": {"*": {"*": 0}}, "hit_tokens": 0, "reused_tokens": 0, "recomputed_tokens": 0, "computed_tokens": 0,
   "stale_revalidations": 0, "admission_refusals": 0, "graph_recaptures": 0, "offloads": 0, "loads": 0, "load_failures": 0,
   "evictions": {"*": 0}, "faults_injected": {"*": 0}, "silent_corruptions": 0,
   "corruption_examples": [{"request": 0, "group": "", "form": "", "start": 0, "end": 0, "invariant": "", "cause": ""}],
   "invariant_violations": {"*": 0}, "first_violations": {"*": ""},
-  "ttft_ms": {"p50": 0, "p99": 0}, "io_wait_ms": {"p50": 0, "p99": 0, "waits": 0}, "memory_bytes": {"*": 0},
-  "series": {"t_s": [0], "lookups": [0], "hits": [0], "post_hit_fallbacks": [0], "silent_corruptions": [0],
+  "ttft_ms": {"p50": 0.0, "p99": 0.0}, "io_wait_ms": {"p50": 0.0, "p99": 0.0, "waits": 0}, "memory_bytes": {"*": 0},
+  "series": {"t_s": [0.0], "lookups": [0], "hits": [0], "post_hit_fallbacks": [0], "silent_corruptions": [0],
              "io_wait_us": [0], "state_table_bytes": [0], "gpu_bytes_by_form": {"*": [0]}},
-  "events": 0, "event_bound_hit": false, "sim_time_s": 0, "final_state_hash": "", "unseed": ""
+  "events": 0, "event_bound_hit": false, "sim_time_s": 0.0, "final_state_hash": "", "unseed": ""
 })";
 
 void check_shape(const json& value, const json& shape, const std::string& pointer, const std::string& file) {
@@ -58,8 +60,19 @@ void check_shape(const json& value, const json& shape, const std::string& pointe
     } else if (shape.is_array()) {
         if (!value.is_array()) fail("an array");
         for (std::size_t i = 0; i < value.size(); ++i) check_shape(value[i], shape[0], pointer + "/" + std::to_string(i), file);
-    } else if (shape.is_number() && !value.is_number()) {
-        fail("a number");
+    } else if (shape.is_number()) {
+        if (!value.is_number()) fail("a number");
+        const auto out_of_range = [&](const std::string& expected) {
+            throw InputError(file, pointer, "expected " + expected + ", got " + value.dump());
+        };
+        if (shape.is_number_integer()) {
+            if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<std::int64_t>() >= 0))
+                out_of_range("a whole number of 0 or more");
+        } else if (!(value.get<double>() >= 0)) {
+            out_of_range("a number of 0 or more");
+        } else if (shape.get<double>() > 0 && value.get<double>() > 1) {
+            out_of_range("a share from 0 to 1");
+        }
     } else if (shape.is_string() && !value.is_string()) {
         fail("a string");
     } else if (shape.is_boolean() && !value.is_boolean()) {
@@ -426,7 +439,7 @@ std::vector<NamedReport> load_run_reports(const std::string& run_dir) {
     if (fs::exists(single, ec)) {
         json report = load_report(single);
         std::string name = report["policy"].get<std::string>();
-        return {{std::move(name), std::move(report)}};
+        return {{std::move(name), std::move(report), single.string()}};
     }
     std::vector<fs::path> folders;
     for (const auto& entry : fs::directory_iterator(run_dir, ec))
@@ -435,7 +448,8 @@ std::vector<NamedReport> load_run_reports(const std::string& run_dir) {
         throw InputError(run_dir, "", "no report.json here or in its subfolders (expected the --out folder of kvcheck run or kvcheck compare)");
     std::sort(folders.begin(), folders.end());
     std::vector<NamedReport> out;
-    for (const fs::path& folder : folders) out.push_back({folder.filename().string(), load_report(folder / "report.json")});
+    for (const fs::path& folder : folders)
+        out.push_back({folder.filename().string(), load_report(folder / "report.json"), (folder / "report.json").string()});
     return out;
 }
 
@@ -475,7 +489,13 @@ std::string report_html(const std::vector<NamedReport>& reports) {
 }
 
 void write_report_html(const std::string& run_dir, const std::string& out_path) {
-    write_file_atomic(out_path, report_html(load_run_reports(run_dir)));
+    require_output_file(out_path);
+    const std::vector<NamedReport> reports = load_run_reports(run_dir);
+    std::error_code ec;
+    for (const NamedReport& nr : reports)
+        if (std::filesystem::equivalent(out_path, nr.file, ec))
+            throw InputError(out_path, "", "is " + nr.file + ", a report this page is drawn from; expected another output file");
+    write_file_atomic(out_path, report_html(reports));
 }
 
 }  // namespace kvcheck::sim

@@ -12,6 +12,7 @@ namespace kvcheck::sim {
 struct NamedReport {
     std::string name;  // the column title: the subfolder's name, or the policy of a single run
     nlohmann::json report;
+    std::string file;  // the report.json it was read from
 };
 
 // Reads RUN_DIR/report.json, or else RUN_DIR/*/report.json in folder-name order. A missing folder,
@@ -21,7 +22,8 @@ std::vector<NamedReport> load_run_reports(const std::string& run_dir);
 // The page. Deterministic: the same reports give the same bytes.
 std::string report_html(const std::vector<NamedReport>& reports);
 
-// Loads `run_dir` and writes the page to `out_path` atomically.
+// Loads `run_dir` and writes the page to `out_path` atomically; an output path that is one of the
+// report.json files read is an InputError.
 void write_report_html(const std::string& run_dir, const std::string& out_path);
 
 }  // namespace kvcheck::sim

@@ -276,7 +276,7 @@ TEST(BadInputCorpus, EveryFileIsUsedAndNamesAreUnique) {
         if (all_args.find(kCorpusDir + "/scenarios/" + entry.path().filename().string()) != std::string::npos)
             all_args += read_text(entry.path().string());
     all_args += read_text(kSourceDir + "/" + kCorpusDir + "/good/base.json");
-    for (const char* folder : {"scenarios", "traces", "good", "results"})
+    for (const char* folder : {"scenarios", "traces", "good", "results", "schedules", "reports"})
         for (const auto& entry : fs::directory_iterator(kSourceDir + "/" + kCorpusDir + "/" + folder)) {
             const std::string name = entry.path().filename().string();
             const bool used = all_args.find(kCorpusDir + "/" + folder + "/" + name) != std::string::npos ||
@@ -333,6 +333,17 @@ TEST(BadInputCorpus, EmptyScheduleFolderExitsTwo) {
     ASSERT_TRUE(o.exited) << o.err;
     EXPECT_EQ(o.code, 2) << o.err;
     EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(dir.path()) + ": no \\*\\.json schedules in this folder\n"))) << o.err;
+}
+
+// Bytes that are not UTF-8, copied from an argument into the message, are written as \xNN; valid
+// UTF-8 (here "é") is kept as it is, so the line stays readable text.
+TEST(BadInputCorpus, BytesThatAreNotUtf8AreEscaped) {
+    TempDir scratch;
+    const Outcome o = run_kvcheck({"run", kSourceDir + "/scenarios/quickstart.json", "--policy", "na\xFFive\xC3\xA9\xE2\x82"},
+                                  scratch.path());
+    ASSERT_TRUE(o.exited) << o.err;
+    EXPECT_EQ(o.code, 2) << o.err;
+    EXPECT_NE(o.err.find("unknown policy \"na\\xFFive\xC3\xA9\\xE2\\x82\""), std::string::npos) << o.err;
 }
 
 }  // namespace

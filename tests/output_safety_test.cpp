@@ -229,6 +229,67 @@ TEST_F(OutputSafety, SuiteSchedulesAndOutputParents) {
     EXPECT_TRUE(fs::exists(at("sched/one/request-00000001.json")));
     EXPECT_TRUE(fs::exists(at("sched/two/request-00000001.json")));
     EXPECT_TRUE(fs::exists(at("deep/er/junit.xml")));
+
+    // A scenario gone from the suite takes its schedules with it; other files stay.
+    std::ofstream(at("sched/two/notes.txt")) << "kept\n";
+    fs::remove(at("suite/two.json"));
+    ASSERT_EQ(kvcheck("run " + at("suite") + " --quiet --export-schedules " + at("sched")).code, 0);
+    EXPECT_TRUE(fs::exists(at("sched/one/request-00000001.json")));
+    EXPECT_FALSE(fs::exists(at("sched/two/request-00000001.json")));
+    EXPECT_TRUE(fs::exists(at("sched/two/notes.txt")));
+
+    // A suite's --json is one JSON document on stdout, the summary line on stderr.
+    std::ofstream(at("suite/two.json")) << scenario.dump() << "\n";
+    const Cli json = shell("(\"$KVCHECK\" run " + at("suite") + " --quiet --json 2>/dev/null)");
+    ASSERT_EQ(json.code, 0) << json.output;
+    const nlohmann::json doc = nlohmann::json::parse(json.output);
+    ASSERT_EQ(doc["scenarios"].size(), 2u) << json.output;
+    EXPECT_EQ(doc["scenarios"]["one"]["final_state_hash"], doc["scenarios"]["two"]["final_state_hash"]);
+}
+
+// Proves: --seconds alone bounds a fuzz campaign by time only; the default 1,000 walks do not cap it.
+TEST_F(OutputSafety, FuzzSecondsAloneHasNoWalkBound) {
+    ASSERT_EQ(kvcheck("fuzz --seconds 0.2 --quiet --out " + at("t")).code, 0);
+    EXPECT_EQ(nlohmann::json::parse(slurp(at("t/fuzz.json")))["walk_budget"], 0);
+    ASSERT_EQ(kvcheck("fuzz --seconds 0.2 --walks 5 --quiet --out " + at("w")).code, 0);
+    EXPECT_EQ(nlohmann::json::parse(slurp(at("w/fuzz.json")))["walks"], 5);
+}
+
+// Proves: replay, mutants and compare print the one command that reproduces a failure, and it
+// fails the same way when run as printed.
+TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {
+    const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
+    ASSERT_EQ(kvcheck("run " + toy + " --quiet --export-schedules " + at("s")).code, 0);
+    nlohmann::json schedule = nlohmann::json::parse(slurp(fs::directory_iterator(at("s"))->path()));
+    schedule["oracle"]["corrupt"] = !schedule["oracle"]["corrupt"].get<bool>();
+    std::ofstream(at("flipped.json")) << schedule.dump() << "\n";
+    const Cli replay = kvcheck("replay " + at("flipped.json"));
+    EXPECT_EQ(replay.code, 1) << replay.output;
+    ASSERT_NE(reproduce_line(replay.output), "") << replay.output;
+    EXPECT_EQ(kvcheck(reproduce_line(replay.output).substr(std::string("kvcheck ").size())).code, 1);
+
+    // no-lcm escapes the small scope (docs/checker.md).
+    const Cli mutants = kvcheck("mutants --scope small --policy no-lcm --max-seconds 60 --quiet");
+    EXPECT_EQ(mutants.code, 1) << mutants.output;
+    ASSERT_NE(reproduce_line(mutants.output), "") << mutants.output;
+    EXPECT_EQ(kvcheck(reproduce_line(mutants.output).substr(std::string("kvcheck ").size()) + " --quiet").code, 1);
+
+    // compare judges a policy without an expectation strictly, as run does.
+    const nlohmann::json requests = nlohmann::json::parse(R"([
+        {"at_ms": 0, "input_tokens": 96, "output_tokens": 16, "blocks": [1, 2, 3, 4, 5, 6]},
+        {"at_ms": 200, "input_tokens": 112, "output_tokens": 16, "blocks": [1, 2, 3, 4, 5, 6, 7]},
+        {"at_ms": 400, "input_tokens": 80, "output_tokens": 8, "blocks": [1, 2, 3, 4, 8]}])");
+    const nlohmann::json scenario = {{"model", "toy"}, {"seed", 3}, {"workload", {{"block_size", 16}, {"requests", requests}}},
+                                     {"storage", {{"gpu_budget_bytes", 200000}}},
+                                     {"faults", {{{"fault", "F6"}, {"rate_ppm", 1000000}}}},
+                                     {"expect", {{"validated", {{"silent_corruptions", {{"max", 0}}}}}}}};
+    std::ofstream(at("f6.json")) << scenario.dump() << "\n";
+    const Cli compare = kvcheck("compare " + at("f6.json") + " --policies naive,validated --quiet");
+    EXPECT_EQ(compare.code, 1) << compare.output;
+    EXPECT_NE(compare.output.find("FAIL naive: "), std::string::npos) << compare.output;
+    EXPECT_EQ(compare.output.find("FAIL validated"), std::string::npos) << compare.output;
+    EXPECT_EQ(reproduce_line(compare.output), "kvcheck run " + at("f6.json") + " --policy naive --seed 3") << compare.output;
+    EXPECT_EQ(kvcheck(reproduce_line(compare.output).substr(std::string("kvcheck ").size()) + " --quiet").code, 1);
 }
 
 // Proves: a trace written in chunks leaves no temporary file behind when a signal ends the
@@ -259,6 +320,17 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
         EXPECT_NE(r.output.find("is not a directory, so nothing can be written under it"), std::string::npos) << r.output;
     }
+    const Cli regress = kvcheck("mutants --scope small --regress " + at("file/sub"));
+    EXPECT_EQ(regress.code, 2) << regress.output;
+    EXPECT_EQ(regress.output.find("policy"), std::string::npos) << "refused before the table: " << regress.output;
+
+    // report -o never overwrites a report it reads.
+    ASSERT_EQ(kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("r")).code, 0);
+    const std::string before = slurp(at("r/report.json"));
+    const Cli onto = kvcheck("report " + at("r") + " -o " + at("r/../r/report.json"));
+    EXPECT_EQ(onto.code, 2) << onto.output;
+    EXPECT_NE(onto.output.find("a report this page is drawn from"), std::string::npos) << onto.output;
+    EXPECT_EQ(slurp(at("r/report.json")), before);
 }
 
 }  // namespace

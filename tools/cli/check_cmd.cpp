@@ -241,7 +241,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     auto* cmd = app.add_subcommand("fuzz", "Seeded random walks with swarm testing over larger scopes");
     cmd->add_option("--policy", o->policy, "Policy (default validated)");
     cmd->add_option("--seed", o->seed, "Root seed (walk i uses a seed derived from it and i)");
-    cmd->add_option("--walks", o->walks, "Budget in walks (0 = no walk bound)");
+    cmd->add_option("--walks", o->walks, "Budget in walks (default 1000, none when --seconds is given; 0 = no walk bound)");
     cmd->add_option("--seconds", o->seconds, "Budget in seconds (0 = no time bound)");
     cmd->add_option("--threads", o->threads, "Worker threads")->check(CLI::Range(1u, 256u));
     cmd->add_option("--shard", *shard, "Run shard i of n (i/n): walks with index % n == i");
@@ -270,6 +270,7 @@ void register_fuzz(CLI::App& app, Common& common) {
         }
         o->stop_at_first = !*keep_going;
         o->swarm = !*no_swarm;
+        if (cmd->count("--seconds") > 0 && o->seconds > 0 && cmd->count("--walks") == 0) o->walks = 0;  // a time-bounded campaign
         nlohmann::json carried = nlohmann::json::array();
         std::uint64_t walks_before = 0;
         std::uint64_t steps_before = 0;

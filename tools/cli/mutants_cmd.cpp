@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
@@ -28,9 +29,9 @@ void register_mutants(CLI::App& app, Common& common) {
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
     cmd->add_option("--scope", *scope_name, scope_help());
     cmd->add_option("--policy", *only, "Check only this policy");
-    cmd->add_option("--max-seconds", *seconds, "Time bound per policy");
+    cmd->add_option("--max-seconds", *seconds, "Time bound per policy, in seconds (default 120)");
     cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
-    cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here, named POLICY.json (SCOPE-POLICY.json outside the reference scope)");
+    cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here, named POLICY.json (SCOPE-POLICY.json outside the reference scope); files of policies not detected in this run are kept");
     cmd->add_flag("--json", *json, "Print a JSON list of {policy, detected, invariant, counterexample_steps, seconds}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
     cmd->callback([=, &common] {
@@ -39,6 +40,15 @@ void register_mutants(CLI::App& app, Common& common) {
         const std::optional<sim::Reduction> chosen = sim::reduction_from_name(*reduction);
         if (!chosen) throw sim::InputError("", "--reduction", "unknown reduction \"" + *reduction + "\" (known: none, symmetry)");
         const sim::Scope scope = scope_or_throw(*scope_name);
+        const auto regress_file = [&](const std::string& policy) {
+            return *regress + "/" + (*scope_name == "reference" ? "" : *scope_name + "-") + policy + ".json";
+        };
+        if (!regress->empty()) {  // before any exploration: a bad path costs no work
+            sim::require_output_folder(*regress);
+            for (const model::PolicyInfo& p : model::policies())
+                if (only->empty() || p.name == *only) sim::require_output_file(regress_file(p.name));
+        }
+        std::vector<std::string> failed;  // policies that did not fare as they should, in table order
         nlohmann::json rows = nlohmann::json::array();
         bool all_good = true;
         std::size_t broken = 0;
@@ -61,6 +71,7 @@ void register_mutants(CLI::App& app, Common& common) {
             const bool detected = r.counterexample.has_value();
             const bool good = is_validated ? (!detected && r.exhausted) : detected;
             all_good = all_good && good;
+            if (!good) failed.push_back(p.name);
             if (is_validated)
                 validated_said = detected ? "validated VIOLATED" : (r.exhausted ? "validated clean" : "validated stopped at the bound") +
                                                                     std::string(" over ") + std::to_string(r.states) + " states";
@@ -84,8 +95,7 @@ void register_mutants(CLI::App& app, Common& common) {
                 const std::string note = "regression: " + p.name + " breaks " + invariant + " (found by kvcheck mutants --scope " + *scope_name + ")";
                 nlohmann::json doc = sim::steps_scenario_json(scope, p.name, r.counterexample->steps, note, &expect);
                 doc["name"] = "regress-" + p.name;
-                const std::string file = (*scope_name == "reference" ? "" : *scope_name + "-") + p.name + ".json";
-                sim::write_file_atomic(*regress + "/" + file, doc.dump(2) + "\n");
+                sim::write_file_atomic(regress_file(p.name), doc.dump(2) + "\n");
             }
         }
         if (*json)
@@ -94,6 +104,13 @@ void register_mutants(CLI::App& app, Common& common) {
             std::string score = broken == 0 ? "" : std::to_string(caught) + "/" + std::to_string(broken) + " broken policies detected";
             if (!validated_said.empty()) score += (score.empty() ? "" : "; ") + validated_said;
             std::printf("mutation score: %s\n", score.c_str());
+        }
+        for (const std::string& name : failed) {
+            char bound[64];
+            std::snprintf(bound, sizeof bound, "%g", *seconds);
+            std::fprintf(stderr, "%s: reproduce: kvcheck mutants --scope %s --policy %s --max-seconds %s%s\n", name.c_str(),
+                         shell_word(*scope_name).c_str(), shell_word(name).c_str(), bound,
+                         *chosen == sim::Reduction::none ? "" : (" --reduction " + *reduction).c_str());
         }
         common.exit_code = all_good ? 0 : 1;
     });

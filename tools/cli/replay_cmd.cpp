@@ -7,6 +7,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,7 +112,14 @@ int run_replay(const ReplayOptions& options) {
     const replay::Summary summary = replay::summarize(replay_all(schedules, *backend, jobs));
     if (options.json) std::cout << replay::summary_json(summary, backend->name()).dump(2) << "\n";
     else print_table(summary, options.backend);
-    return summary.oracle_agrees() ? 0 : 1;
+    if (summary.oracle_agrees()) return 0;
+    for (const replay::ScheduleResult& r : summary.results) {
+        if (r.agreement == replay::Agreement::agree) continue;
+        std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s\n", std::string(replay::agreement_name(r.agreement)).c_str(),
+                     r.schedule.c_str(), shell_word(r.schedule).c_str(), options.backend.c_str());
+        break;  // one command: the first schedule the oracle disagrees with
+    }
+    return 1;
 }
 
 }  // namespace
@@ -120,9 +128,10 @@ void register_replay(CLI::App& app, Common& common) {
     auto* cmd = app.add_subcommand("replay", "Replay exported schedules with the tiny model and compare resumed vs recomputed bit for bit");
     auto options = std::make_shared<ReplayOptions>();
     cmd->add_option("DIR", options->path, "Folder of *.json schedules (or one schedule file)")->required();
-    cmd->add_option("--backend", options->backend, "cpu (fp32 reference) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+    cmd->add_option("--backend", options->backend, "cpu (fp32 reference, the default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_flag("--json", options->json, "Print the summary as JSON");
-    cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order");
+    cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order (default: all)")
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     cmd->add_option("--jobs", options->jobs, "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
         ->check(CLI::Range(1, 256));
     cmd->callback([options, &common] { common.exit_code = run_replay(*options); });
