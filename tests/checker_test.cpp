@@ -254,30 +254,6 @@ TEST(Explorer, ResumedRunEqualsUninterruptedRun) {
     EXPECT_FALSE(pieces.counterexample.has_value());
 }
 
-
-// Proves a resume at the bound it stopped at expands nothing: the same states, transitions and
-// frontier come back, however often it is resumed.
-TEST(Explorer, ResumingAtTheSameBoundExpandsNothing) {
-    const sim::Scope scope = sim::named_scope("small");
-    const model::Defenses& defenses = model::find_policy("validated")->defenses;
-    sim::ExploreOptions options;
-    options.max_states = 5'000;
-    sim::ExploreReport r = sim::explore(scope, defenses, options);
-    ASSERT_TRUE(r.checkpoint.has_value());
-    for (int again = 0; again < 2; ++again) {
-        const std::uint64_t states = r.states;
-        const std::uint64_t transitions = r.transitions;
-        const sim::ExploreCheckpoint checkpoint = *r.checkpoint;
-        options.resume = &checkpoint;
-        r = sim::explore(scope, defenses, options);
-        ASSERT_TRUE(r.checkpoint.has_value());
-        EXPECT_EQ(r.bound_hit, "max_states");
-        EXPECT_EQ(r.states, states);
-        EXPECT_EQ(r.transitions, transitions);
-        EXPECT_EQ(r.checkpoint->level, checkpoint.level);
-        EXPECT_EQ(r.checkpoint->next, checkpoint.next);
-    }
-}
 // Proves a resumed run finds the same shortest counterexample, and a checkpoint carries one found
 // before the stop when the run keeps going.
 TEST(Explorer, ResumedRunFindsTheSameCounterexample) {

@@ -445,15 +445,6 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         continuing_level = false;
         const Batch* pending = nullptr;  // built, not settled yet
         for (std::size_t i = 0; i < level.size(); ++i) {
-            const bool stop_now = options.stop != nullptr && options.stop->load();
-            if (pending == nullptr && (stop_now || nodes.size() >= options.max_states)) {
-                // A bound met before this level's first expansion (a resume at its bound, or the
-                // last settle of the level before): stop without expanding a node past it.
-                report.bound_hit = stop_now ? "interrupted" : "max_states";
-                save_checkpoint(i);
-                next.clear(pool);
-                break;
-            }
             Batch& b = batches[i & 1];
             level.release_before(pool, i);
             build(level[i], b);
