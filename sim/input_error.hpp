@@ -37,6 +37,24 @@ inline std::size_t utf8_sequence(std::string_view text, std::size_t i, std::size
     return length;
 }
 
+// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD: for names taken from
+// file names that go into outputs that must be UTF-8 (report.json, JUnit XML).
+inline std::string valid_utf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        std::size_t bad = 0;
+        const std::size_t length = static_cast<unsigned char>(text[i]) < 0x80 ? 1 : utf8_sequence(text, i, &bad);
+        if (length == 0) {
+            out += "\xEF\xBF\xBD";
+            continue;
+        }
+        out.append(text.data() + i, length);
+        i += length - 1;
+    }
+    return out;
+}
+
 class InputError : public std::runtime_error {
 public:
     InputError(std::string file, std::string place, std::string message)

@@ -489,8 +489,8 @@ std::string report_html(const std::vector<NamedReport>& reports) {
 }
 
 void write_report_html(const std::string& run_dir, const std::string& out_path) {
-    require_output_file(out_path);
     const std::vector<NamedReport> reports = load_run_reports(run_dir);
+    require_output_file(out_path);
     std::error_code ec;
     for (const NamedReport& nr : reports)
         if (std::filesystem::equivalent(out_path, nr.file, ec))

@@ -314,7 +314,7 @@ Scenario parse(const std::string& path, Problems& problems) {
     s.path = path;
     const nlohmann::json doc = parse_json_text(read_file(path), path);
     Fields top(doc, "", problems);
-    s.name = top.text("name", std::filesystem::path(path).stem().string());
+    s.name = top.text("name", valid_utf8(std::filesystem::path(path).stem().string()));
     s.description = top.text("description", "");
     s.seed = top.unsigned_number("seed", 1, 0, ~0ULL);
     const std::string policy = top.text("policy", "validated");

@@ -254,6 +254,34 @@ TEST(Explorer, ResumedRunEqualsUninterruptedRun) {
     EXPECT_FALSE(pieces.counterexample.has_value());
 }
 
+// Proves a resume stops where an uninterrupted run with its bound stops, at any bound: at the
+// states the first run stopped with (it then expands nothing), and above them.
+TEST(Explorer, ResumeAtAnyBoundEqualsTheUninterruptedRunAtThatBound) {
+    const sim::Scope scope = sim::named_scope("small");
+    const model::Defenses& defenses = model::find_policy("validated")->defenses;
+    sim::ExploreOptions first;
+    first.max_states = 5'000;
+    const sim::ExploreReport stopped = sim::explore(scope, defenses, first);
+    ASSERT_TRUE(stopped.checkpoint.has_value());
+    ASSERT_GT(stopped.states, first.max_states) << "the bound is checked after an expansion";
+    for (const std::uint64_t bound : {stopped.states, stopped.states + 1, stopped.states + 500}) {
+        sim::ExploreOptions resumed;
+        resumed.max_states = bound;
+        resumed.resume = &*stopped.checkpoint;
+        sim::ExploreOptions whole;
+        whole.max_states = bound;
+        const sim::ExploreReport a = sim::explore(scope, defenses, resumed);
+        const sim::ExploreReport b = sim::explore(scope, defenses, whole);
+        EXPECT_EQ(a.states, b.states) << bound;
+        EXPECT_EQ(a.transitions, b.transitions) << bound;
+        if (bound == stopped.states) {
+            EXPECT_EQ(a.transitions, stopped.transitions) << "a resume at the bound it stopped at expands nothing";
+            ASSERT_TRUE(a.checkpoint.has_value());
+            EXPECT_EQ(a.checkpoint->level, stopped.checkpoint->level);
+        }
+    }
+}
+
 // Proves a resumed run finds the same shortest counterexample, and a checkpoint carries one found
 // before the stop when the run keeps going.
 TEST(Explorer, ResumedRunFindsTheSameCounterexample) {

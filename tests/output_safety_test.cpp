@@ -208,6 +208,16 @@ TEST_F(OutputSafety, StaleResultsAreRemoved) {
     ASSERT_EQ(kvcheck("run " + toy + " --quiet --export-schedules " + at("s")).code, 0);
     EXPECT_FALSE(fs::exists(at("s/request-99999999.json")));
     EXPECT_TRUE(fs::exists(at("s/notes.txt"))) << "only schedule files are the export's";
+    // A steps-mode scenario exports nothing, and leaves no earlier export behind either.
+    const std::string steps = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/regress/naive.json";
+    ASSERT_EQ(kvcheck("run " + steps + " --quiet --export-schedules " + at("s")).code, 0);
+    EXPECT_TRUE(fs::is_empty(at("s")) || (std::distance(fs::directory_iterator(at("s")), fs::directory_iterator()) == 1 &&
+                                         fs::exists(at("s/notes.txt"))));
+
+    // report on a file (not a run folder) names the input, not the default output under it.
+    const Cli on_file = kvcheck("report " + at("cmp/naive/report.json"));
+    EXPECT_EQ(on_file.code, 2) << on_file.output;
+    EXPECT_NE(on_file.output.find("not a folder (expected a run folder holding report.json)"), std::string::npos) << on_file.output;
 }
 
 // Proves: in a suite, each scenario's schedules go to a folder of their own (request ids restart
@@ -245,6 +255,21 @@ TEST_F(OutputSafety, SuiteSchedulesAndOutputParents) {
     const nlohmann::json doc = nlohmann::json::parse(json.output);
     ASSERT_EQ(doc["scenarios"].size(), 2u) << json.output;
     EXPECT_EQ(doc["scenarios"]["one"]["final_state_hash"], doc["scenarios"]["two"]["final_state_hash"]);
+}
+
+// Proves: a scenario file name that is not UTF-8 still gives UTF-8 outputs (report.json, a suite's
+// --json, JUnit XML), with U+FFFD for the bad byte.
+TEST_F(OutputSafety, FileNamesThatAreNotUtf8GiveUtf8Outputs) {
+    fs::create_directories(at("suite"));
+    const nlohmann::json scenario = {{"model", "toy"},
+                                     {"workload", {{"block_size", 16}, {"requests", {{{"at_ms", 0}, {"input_tokens", 64}, {"output_tokens", 4}, {"blocks", {1, 2, 3, 4}}}}}}}};
+    std::ofstream(at("suite/b\xFFx.json")) << scenario.dump() << "\n";
+    const Cli json = shell("(\"$KVCHECK\" run " + at("suite") + " --quiet --json --junit " + at("j.xml") + " 2>/dev/null)");
+    ASSERT_EQ(json.code, 0) << json.output;
+    EXPECT_TRUE(nlohmann::json::parse(json.output)["scenarios"].contains("b\xEF\xBF\xBDx")) << json.output;
+    EXPECT_EQ(slurp(at("j.xml")).find('\xFF'), std::string::npos);
+    ASSERT_EQ(kvcheck("run " + at("suite/b\xFFx.json") + " --quiet --out " + at("r")).code, 0);
+    EXPECT_EQ(nlohmann::json::parse(slurp(at("r/report.json")))["scenario"], "b\xEF\xBF\xBDx");
 }
 
 // Proves: --seconds alone bounds a fuzz campaign by time only; the default 1,000 walks do not cap it.

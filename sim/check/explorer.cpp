@@ -444,7 +444,21 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         if (!continuing_level) next.clear(pool);
         continuing_level = false;
         const Batch* pending = nullptr;  // built, not settled yet
+        // A run stops right after settling the node whose successors met a bound, before the next
+        // node is expanded: node i is built ahead (to overlap its work with settling node i - 1)
+        // but stays in the frontier. So a resume at the bound it stopped at expands nothing, and
+        // a run resumed at any bound stops where an uninterrupted run with that bound stops.
+        const auto stop_before = [&](std::size_t i, bool stop) {
+            report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
+            save_checkpoint(i);
+            next.clear(pool);
+        };
         for (std::size_t i = 0; i < level.size(); ++i) {
+            const bool stopped = options.stop != nullptr && options.stop->load();
+            if (pending == nullptr && (stopped || nodes.size() >= options.max_states)) {
+                stop_before(i, stopped);
+                break;
+            }
             Batch& b = batches[i & 1];
             level.release_before(pool, i);
             build(level[i], b);
@@ -457,16 +471,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             const bool check_clock = (i & 63) == 63 || i + 1 == level.size();  // the clock costs more than a small state
             if (stop || nodes.size() >= options.max_states || (check_clock && elapsed() >= options.max_seconds)) {
                 pending = nullptr;
-                if (settle(b)) {
-                    finish_timing();
-                    return report;
-                }
-                if (i + 1 < level.size() || next.size() > 0) {  // work left
-                    report.bound_hit = stop ? "interrupted" : nodes.size() >= options.max_states ? "max_states" : "max_seconds";
-                    save_checkpoint(i + 1);
-                    next.clear(pool);
-                    break;
-                }
+                stop_before(i, stop);
+                break;
             }
         }
         if (pending != nullptr && settle(*pending)) {

@@ -2,6 +2,7 @@
 // when exploration reaches a violation of the invariant it is expected to break; the table gives
 // the counterexample length and the time to detect. Exit 0 only when every mutant is detected and
 // validated is clean.
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -106,8 +107,8 @@ void register_mutants(CLI::App& app, Common& common) {
             std::printf("mutation score: %s\n", score.c_str());
         }
         for (const std::string& name : failed) {
-            char bound[64];
-            std::snprintf(bound, sizeof bound, "%g", *seconds);
+            char bound[64] = {};
+            std::to_chars(bound, bound + sizeof bound - 1, *seconds);  // the shortest form that reads back the same
             std::fprintf(stderr, "%s: reproduce: kvcheck mutants --scope %s --policy %s --max-seconds %s%s\n", name.c_str(),
                          shell_word(*scope_name).c_str(), shell_word(name).c_str(), bound,
                          *chosen == sim::Reduction::none ? "" : (" --reduction " + *reduction).c_str());

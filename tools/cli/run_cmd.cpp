@@ -169,15 +169,19 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     return c;
 }
 
+// Text for an XML attribute or element: UTF-8, markup escaped, and the control bytes XML 1.0
+// cannot hold replaced by U+FFFD.
 std::string xml_escape(const std::string& s) {
     std::string out;
-    for (char ch : s) {
+    for (char ch : sim::valid_utf8(s)) {
         switch (ch) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;
             case '>': out += "&gt;"; break;
             case '"': out += "&quot;"; break;
-            default: out += ch;
+            default:
+                if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') out += "\xEF\xBF\xBD";
+                else out += ch;
         }
     }
     return out;
@@ -237,12 +241,15 @@ int run_command(const RunArgs& args) {
     // not leave an old JUnit file or an old scenario's results looking like this run's.
     if (!args.junit.empty()) sim::remove_stale(args.junit);
     if (!args.out.empty() && folder) clear_other_results(args.out, names, true);
-    if (!args.schedules.empty() && folder && std::filesystem::is_directory(args.schedules, ec)) {
+    // Every earlier export goes, also where this run exports nothing (a steps-mode scenario, one
+    // that fails to load) and, in a suite, that of a scenario the suite no longer has.
+    if (!args.schedules.empty() && std::filesystem::is_directory(args.schedules, ec)) {
         sim::remove_schedules(args.schedules);
         for (const auto& entry : std::filesystem::directory_iterator(args.schedules, ec)) {
-            if (!entry.is_directory(ec) || names.count(entry.path().filename().string()) > 0) continue;
-            sim::remove_schedules(entry.path().string());  // a scenario the suite no longer has
-            if (std::filesystem::is_empty(entry.path(), ec)) std::filesystem::remove(entry.path(), ec);
+            if (!folder || !entry.is_directory(ec)) continue;
+            sim::remove_schedules(entry.path().string());
+            if (names.count(entry.path().filename().string()) == 0 && std::filesystem::is_empty(entry.path(), ec))
+                std::filesystem::remove(entry.path(), ec);
         }
     }
     std::vector<CaseResult> cases;
@@ -263,7 +270,7 @@ int run_command(const RunArgs& args) {
         if (args.json) {  // one JSON document on stdout: the report of every scenario that ran
             nlohmann::json all = nlohmann::json::object();
             for (const CaseResult& c : cases)
-                if (c.error.empty()) all[c.name] = c.report;
+                if (c.error.empty()) all[sim::valid_utf8(c.name)] = c.report;
             std::cout << nlohmann::json{{"scenarios", all}}.dump(2) << "\n";
         }
         std::fprintf(args.json ? stderr : stdout, "%zu passed, %zu failed\n", passed, cases.size() - passed);
