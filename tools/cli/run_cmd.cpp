@@ -331,7 +331,7 @@ void register_compare(CLI::App& app, Common& common) {
     auto* cmd = app.add_subcommand("compare", "Run one scenario under several policies and print them side by side");
     cmd->add_option("scenario", args->target, "Scenario file")->required();
     cmd->add_option("--policies", *policies, "Comma-separated policies (default naive,validated)");
-    cmd->add_option("--seed", args->seed, "Seed (default: the scenario's)");
+    cmd->add_option("--seed", args->seed, "Seed (default, or 0: the scenario's)");
     cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/");
     cmd->add_flag("--json", args->json, "Print {\"policies\": {NAME: report}}");
     cmd->add_flag("--quiet", args->quiet, "No progress line");
@@ -402,7 +402,7 @@ void register_run(CLI::App& app, Common& common) {
     auto* cmd = app.add_subcommand("run", "Run a scenario (or every *.json scenario in a folder) through the simulator");
     cmd->add_option("scenario", args->target, "Scenario file or folder")->required();
     cmd->add_option("--policy", args->policy, "Policy to run (default: the scenario's)");
-    cmd->add_option("--seed", args->seed, "Seed (default: the scenario's)");
+    cmd->add_option("--seed", args->seed, "Seed (default, or 0: the scenario's)");
     cmd->add_option("--out", args->out, "Write report.json, metrics.prom and timeline.json here");
     cmd->add_option("--export-schedules", args->schedules, "Write replay schedules of resumed requests here");
     cmd->add_option("--junit", args->junit, "Write JUnit XML (one test case per scenario)");
