@@ -188,6 +188,8 @@ TEST_F(Workload, MalformedInputsAreReported) {
         {"broken", TraceFormat::mooncake, ok + "{\"timestamp\": 1, \"input_length\": 10 \"output_length\": 1}\n", "2:37", "invalid JSON"},
         {"truncated", TraceFormat::mooncake, ok + "{\"timestamp\": 1, \"input_len", "2:18", "missing closing quote"},
         {"utf8", TraceFormat::mooncake, "{\"timestamp\": 0, \"x\": \"\xFF\"}\n", "1:24", "invalid UTF-8 byte 0xFF"},
+        {"utf8-broken-sequence", TraceFormat::mooncake, "{\"timestamp\": 0, \"x\": \"\xE9\"}\n", "1:25",
+         "invalid UTF-8 byte 0x22 in a sequence that starts with 0xE9"},
         {"not_object", TraceFormat::mooncake, "[1, 2]\n", "1:1", "expected a JSON object"},
         {"string_length", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": \"10\", \"output_length\": 1, \"hash_ids\": [1]}\n",
          "1:34", "expected an unsigned integer for \"input_length\", got a string \"10\""},

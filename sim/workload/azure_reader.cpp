@@ -1,7 +1,6 @@
 // The Azure LLM inference trace reader (CSV: TIMESTAMP,ContextTokens,GeneratedTokens). The file has
 // no hash ids, so block ids come from the seeded prefix-sharing model in sim/workload/sharing.hpp.
 #include <charconv>
-#include <cstdio>
 #include <optional>
 
 #include "sim/input_error.hpp"
@@ -74,14 +73,6 @@ protected:
 private:
     static std::string shortened(const std::string& text) {
         return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-    }
-
-    void check_utf8() const {
-        const std::size_t bad = find_invalid_utf8(lines_.text());
-        if (bad == std::string::npos) return;
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(lines_.text()[bad])));
-        throw InputError(path(), place(bad), std::string("invalid UTF-8 byte ") + hex + "; expected UTF-8 text");
     }
 
     void parse_line(TraceRecord& out) {

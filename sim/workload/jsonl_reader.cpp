@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 
 #include <nlohmann/json.hpp>
@@ -108,12 +107,7 @@ protected:
 private:
     void parse_line(TraceRecord& out) {
         const std::string& text = lines_.text();
-        const std::size_t bad_byte = find_invalid_utf8(text);
-        if (bad_byte != std::string::npos) {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad_byte])));
-            throw InputError(path(), place(bad_byte), std::string("invalid UTF-8 byte ") + hex + "; expected UTF-8 text");
-        }
+        check_utf8();
         if (detail::parse_flat_trace_line(text, !mooncake_, flat_)) {
             take_flat_line(out);
             return;

@@ -138,6 +138,29 @@ std::string TraceReader::place(std::size_t index) const {
     return std::to_string(lines_.number()) + ":" + std::to_string(index + 1 + lines_.column_offset());
 }
 
+void TraceReader::check_utf8() const {
+    const std::string& text = lines_.text();
+    const std::size_t bad = find_invalid_utf8(text);
+    if (bad == std::string::npos) return;
+    const auto hex = [&](std::size_t at) {
+        char out[8];
+        std::snprintf(out, sizeof out, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[at])));
+        return std::string(out);
+    };
+    // A byte that breaks a sequence may be plain ASCII (the quote after a lone lead byte): name
+    // the byte the sequence started with too, when the bad byte lies inside that sequence.
+    for (std::size_t back = 1; back <= 3 && back <= bad; ++back) {
+        const auto byte = static_cast<unsigned char>(text[bad - back]);
+        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: the lead is further back
+        const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC2 ? 2 : 1;
+        if (length > back)
+            throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + " in a sequence that starts with " +
+                                                     hex(bad - back) + "; expected UTF-8 text");
+        break;
+    }
+    throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + "; expected UTF-8 text");
+}
+
 std::size_t find_invalid_utf8(std::string_view text) {
     std::size_t i = 0;
     while (i < text.size()) {

@@ -118,6 +118,8 @@ protected:
     // "LINE:COL" for the current line, counting the column (0-based index into text()) in file bytes.
     std::string place(std::size_t index) const;
     std::string line_place() const { return std::to_string(lines_.number()); }
+    // Throws InputError at the first byte of the current line that is not UTF-8.
+    void check_utf8() const;
 
     LineSource lines_;
     TraceOptions options_;
