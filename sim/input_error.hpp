@@ -80,14 +80,11 @@ private:
             const char c = text[i];
             const auto byte = static_cast<unsigned char>(c);
             std::size_t bad = 0;
-            if (byte >= 0x80) {
-                if (const std::size_t length = utf8_sequence(text, i, &bad)) {
-                    out.append(text.data() + i, length);
-                    i += length - 1;
-                    continue;
-                }
-            }
-            if (byte >= 0x20 && byte != 0x7f && byte < 0x80) {
+            const std::size_t length = byte >= 0x80 ? utf8_sequence(text, i, &bad) : 0;
+            if (length > 0) {
+                out.append(text.data() + i, length);
+                i += length - 1;
+            } else if (byte >= 0x20 && byte < 0x7f) {
                 out += c;
             } else if (c == '\n') {
                 out += "\\n";

@@ -140,7 +140,8 @@ std::string TraceReader::place(std::size_t index) const {
 
 void TraceReader::check_utf8() const {
     const std::string& text = lines_.text();
-    const std::size_t bad = find_invalid_utf8(text);
+    std::size_t sequence = 0;
+    const std::size_t bad = find_invalid_utf8(text, &sequence);
     if (bad == std::string::npos) return;
     const auto hex = [&](std::size_t at) {
         char out[8];
@@ -148,20 +149,14 @@ void TraceReader::check_utf8() const {
         return std::string(out);
     };
     // A byte that breaks a sequence may be plain ASCII (the quote after a lone lead byte): name
-    // the byte the sequence started with too, when the bad byte lies inside that sequence.
-    for (std::size_t back = 1; back <= 3 && back <= bad; ++back) {
-        const auto byte = static_cast<unsigned char>(text[bad - back]);
-        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: the lead is further back
-        const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC2 ? 2 : 1;
-        if (length > back)
-            throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + " in a sequence that starts with " +
-                                                     hex(bad - back) + "; expected UTF-8 text");
-        break;
-    }
+    // the byte the sequence started with too.
+    if (sequence != bad)
+        throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + " in a sequence that starts with " + hex(sequence) +
+                                                 "; expected UTF-8 text");
     throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + "; expected UTF-8 text");
 }
 
-std::size_t find_invalid_utf8(std::string_view text) {
+std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence) {
     std::size_t i = 0;
     while (i < text.size()) {
         // Traces are nearly all ASCII: skip eight bytes at a time while no high bit is set.
@@ -177,7 +172,10 @@ std::size_t find_invalid_utf8(std::string_view text) {
         }
         std::size_t bad = 0;
         const std::size_t length = utf8_sequence(text, i, &bad);
-        if (length == 0) return bad;
+        if (length == 0) {
+            if (sequence != nullptr) *sequence = i;
+            return bad;
+        }
         i += length;
     }
     return std::string_view::npos;

@@ -133,7 +133,8 @@ private:
 };
 
 // The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
-std::size_t find_invalid_utf8(std::string_view text);
+// With `sequence`, also where the broken sequence starts (the same offset for a lone bad byte).
+std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence = nullptr);
 
 // Parses a UTC wall-clock time "YYYY-MM-DD HH:MM:SS[.fraction]" (up to 9 fraction digits, years
 // 1970..2500, 'T' also accepted as the separator) into ns since 1970-01-01; nullopt when malformed.
