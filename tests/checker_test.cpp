@@ -2,6 +2,7 @@
 // short counterexample that replays, and counterexamples round-trip through scenario files.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -304,6 +305,33 @@ TEST(Explorer, ResumedRunFindsTheSameCounterexample) {
     ASSERT_TRUE(resumed.counterexample.has_value());
     EXPECT_EQ(resumed.counterexample->steps, kept.counterexample->steps);
     EXPECT_EQ(resumed.counterexample->violations.front().invariant, kept.counterexample->violations.front().invariant);
+}
+
+// Proves a stop during a resume's frontier rebuild (here: before it starts) ends the run at once
+// with the checkpoint it resumed, byte for byte, and the counterexample that checkpoint carries.
+TEST(Explorer, StopWhileRebuildingTheFrontierKeepsTheCheckpoint) {
+    const sim::Scope scope = sim::named_scope("small");
+    const model::Defenses& defenses = model::find_policy("no-pin")->defenses;
+    sim::ExploreOptions first;
+    first.stop_at_first = false;
+    first.max_states = 20'000;
+    sim::ExploreReport kept = sim::explore(scope, defenses, first);
+    ASSERT_TRUE(kept.counterexample.has_value() && kept.checkpoint.has_value());
+    ASSERT_FALSE(kept.checkpoint->level.empty());
+    kept.checkpoint->policy = "no-pin";
+    const std::atomic<bool> stop{true};
+    sim::ExploreOptions resumed = first;
+    resumed.max_states = 40'000;
+    resumed.resume = &*kept.checkpoint;
+    resumed.stop = &stop;
+    sim::ExploreReport r = sim::explore(scope, defenses, resumed);
+    EXPECT_EQ(r.bound_hit, "interrupted");
+    EXPECT_EQ(r.transitions, kept.transitions) << "nothing was expanded";
+    ASSERT_TRUE(r.checkpoint.has_value());
+    r.checkpoint->policy = "no-pin";
+    EXPECT_EQ(sim::encode_checkpoint(*r.checkpoint), sim::encode_checkpoint(*kept.checkpoint));
+    ASSERT_TRUE(r.counterexample.has_value());
+    EXPECT_EQ(r.counterexample->steps, kept.counterexample->steps);
 }
 
 // Proves a damaged or foreign checkpoint is an input error, not a crash.

@@ -314,11 +314,6 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         report.other_violations = c.other_violations;
         seconds_before = c.seconds;
         PathReplayer replayer(initial, nodes);
-        for (Level* to : {&level, &next})
-            for (std::uint32_t id : to == &level ? c.level : c.next) {
-                const Frontier& f = replayer.rebuild(id);
-                to->add(pool, codec, f.world, f.node, f.faults, f.background);
-            }
         counterexample_node = c.counterexample_node;
         if (counterexample_node != 0) {
             replayer.rebuild(counterexample_node);  // every step of its path enabled, or an input error
@@ -330,6 +325,21 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             found.described = replayed.described;
             report.counterexample = std::move(found);
         }
+        // Rebuilding a large frontier takes a while; a stop meanwhile leaves the checkpoint as it was.
+        for (Level* to : {&level, &next})
+            for (std::uint32_t id : to == &level ? c.level : c.next) {
+                if (options.stop != nullptr && options.stop->load()) {
+                    report.bound_hit = "interrupted";
+                    report.depth = depth;
+                    report.states = nodes.size();
+                    report.seconds = seconds_before;
+                    report.states_per_s = static_cast<double>(report.states) / std::max(report.seconds, 1e-9);
+                    report.checkpoint = c;
+                    return report;
+                }
+                const Frontier& f = replayer.rebuild(id);
+                to->add(pool, codec, f.world, f.node, f.faults, f.background);
+            }
     } else {
         nodes.push_back({0, {}});
         visited.insert(visited_key(state_key(initial), 0, 0), 0);
