@@ -16,13 +16,14 @@ namespace {
 // the largest one, "010" as octal, "nan" and "inf" as reals. So every option is checked before
 // CLI11 converts it: a count is plain decimal that fits in 64 bits, a real number is finite and
 // not negative, and text is not empty. (The validators have no description: --help is unchanged.)
-std::string count_problem(std::string& text) {
+// `most` is the largest value the option takes, as its --help shows it.
+std::string count_problem(std::string& text, const std::string& most) {
     std::uint64_t value = 0;
     const char* end = text.data() + text.size();
     const auto [stop, error] = std::from_chars(text.data(), end, value);
     if (text.empty() || text.front() < '0' || text.front() > '9' || stop != end)
         return "expected a whole number of 0 or more in decimal, got \"" + text + "\"";
-    if (error == std::errc::result_out_of_range) return "\"" + text + "\" is too large (at most 18446744073709551615)";
+    if (error == std::errc::result_out_of_range) return "\"" + text + "\" is too large (at most " + most + ")";
     text = std::to_string(value);  // CLI11 would read leading zeros as octal
     return "";
 }
@@ -36,14 +37,22 @@ std::string real_problem(const std::string& text) {
     return "";
 }
 
+// The upper bound of an option's range check ("UINT:UINT in [1 - 256]" gives 256); 2^64 - 1
+// for a count without one.
+std::string count_bound(const std::string& type) {
+    static const std::regex range(R"( in \[[^ \]]+ - ([0-9]+)\])");
+    std::smatch m;
+    return std::regex_search(type, m, range) ? m[1].str() : std::to_string(UINT64_MAX);
+}
+
 void check_values(CLI::App& app) {
-    const CLI::Validator count([](std::string& text) { return count_problem(text); }, "", "count");
     const CLI::Validator real([](std::string& text) { return real_problem(text); }, "", "real");
     const CLI::Validator text([](std::string& value) { return value.empty() ? std::string("expected a value, got \"\"") : std::string(); },
                               "", "text");
     for (CLI::Option* option : app.get_options()) {
         const std::string type = option->get_type_name();
-        if (type.rfind("UINT", 0) == 0 || type.rfind("INT", 0) == 0) option->transform(count);  // no option takes a negative value
+        if (type.rfind("UINT", 0) == 0 || type.rfind("INT", 0) == 0)  // no option takes a negative value
+            option->transform(CLI::Validator([most = count_bound(type)](std::string& value) { return count_problem(value, most); }, "", "count"));
         else if (type.rfind("FLOAT", 0) == 0) option->transform(real);
         else if (type.rfind("TEXT", 0) == 0) option->transform(text);
     }
