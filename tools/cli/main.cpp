@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <malloc.h>
 #include <regex>
 #include <string>
 
@@ -70,9 +71,20 @@ std::string command_line_error(const std::string& what) {
     return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
 }
 
+// A replay grows its tables (state table, disk copies, prefix index, timeline) by reallocation,
+// and page faults on fresh memory cost as much as a fifth of a run (docs/performance.md). glibc
+// maps every block over 128 KiB afresh and returns freed memory at the top of the heap, so each
+// grown table and each later run of the same process (bench repeats, suites, compare) faults
+// again. Served from the heap and kept there, freed buffers are reused instead.
+void keep_freed_memory() {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: blocks above it are still mapped afresh
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    keep_freed_memory();
     CLI::App app{"kvcheck: simulator and model checker for hybrid-attention prefix/KV cache managers"};
     app.set_version_flag("--version", std::string("kvcheck ") + KVCHECK_VERSION);
     app.require_subcommand(1);
