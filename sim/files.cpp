@@ -54,9 +54,11 @@ TemporaryFileGuard::~TemporaryFileGuard() {
     guarding = 0;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) { write_files_atomic({{path, content}}); }
+void write_file_atomic(const std::string& path, const std::string& content) {
+    write_files_atomic({{path, [&content](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); }}});
+}
 
-void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+void write_files_atomic(const std::vector<std::pair<std::string, FileWriter>>& files) {
     for (const auto& [path, content] : files) {
         require_output_file(path);
         const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -68,7 +70,7 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
         std::error_code ignored;
         for (std::size_t i = from; i < temps.size(); ++i) std::filesystem::remove(temps[i], ignored);
     };
-    for (const auto& [path, content] : files) {
+    for (const auto& [path, write] : files) {
         temps.push_back(temporary_path(path));
         std::ofstream out(temps.back(), std::ios::binary | std::ios::trunc);
         if (!out) {
@@ -76,7 +78,7 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
             discard(0);
             throw InputError(path, "", "cannot write: " + why);
         }
-        out.write(content.data(), static_cast<std::streamsize>(content.size()));
+        write(out);
         out.flush();
         if (!out) {
             out.close();

@@ -4,7 +4,9 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <iterator>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,10 +52,14 @@ private:
 // held; creates missing parent folders. Throws InputError naming the path when it cannot write.
 void write_file_atomic(const std::string& path, const std::string& content);
 
-// Writes (path, content) pairs as one group: every temporary file first, then the renames, with
+// Writes a file's content to the stream it is given: a large file is made as it is written,
+// never held whole.
+using FileWriter = std::function<void(std::ostream&)>;
+
+// Writes (path, writer) pairs as one group: every temporary file first, then the renames, with
 // signals held throughout. When a temporary file cannot be written (a full disk), none of the
 // paths changes.
-void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
+void write_files_atomic(const std::vector<std::pair<std::string, FileWriter>>& files);
 
 // Creates the folder (and parents); throws InputError when it cannot.
 void ensure_directory(const std::string& path);

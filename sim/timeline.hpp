@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ public:
     bool takes_instants() const { return instants_ < kMaxInstants; }
     void instant(const std::string& name, std::uint64_t at_ns, const std::string& detail);
     void memory(std::uint64_t at_ns, const model::World& world);
-    // The whole timeline.json, newline-terminated.
+    // The whole timeline.json, newline-terminated, written to `out` as it is made, or as one string.
+    void write(std::ostream& out) const;
     std::string dump() const;
 
 private:

@@ -70,10 +70,14 @@ void require_run_folder(const std::string& dir) {
 // would show another run.
 void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohmann::json& report, bool html) {
     const sim::HeldSignals held;
-    std::vector<std::pair<std::string, std::string>> files = {{dir + "/report.json", report.dump(2) + "\n"},
-                                                              {dir + "/metrics.prom", sim::prometheus_text(r.info, r.metrics)},
-                                                              {dir + "/timeline.json", r.timeline.dump()}};
-    if (html) files.emplace_back(dir + "/report.html", sim::report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}}));
+    const auto text = [](std::string content) {
+        return [content = std::move(content)](std::ostream& out) { out << content; };
+    };
+    std::vector<std::pair<std::string, sim::FileWriter>> files = {
+        {dir + "/report.json", text(report.dump(2) + "\n")},
+        {dir + "/metrics.prom", text(sim::prometheus_text(r.info, r.metrics))},
+        {dir + "/timeline.json", [&r](std::ostream& out) { r.timeline.write(out); }}};
+    if (html) files.emplace_back(dir + "/report.html", text(sim::report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}})));
     else sim::remove_stale(dir + "/report.html");
     sim::write_files_atomic(files);
 }
