@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/core.hpp"
+#include "model/table_allocator.hpp"
 
 namespace kvcheck::model {
 
@@ -129,7 +130,7 @@ private:
     std::size_t next(std::size_t i) const { return i + 1 == cells_.size() ? 0 : i + 1; }
 
     void grow() {
-        std::vector<Cell> old(grown_cells(cells_.size()));
+        std::vector<Cell, TableAllocator<Cell>> old(grown_cells(cells_.size()));
         KV_ASSERT(old.size() < (std::size_t{1} << 32), "the prefix index outgrew 2^32 cells");
         old.swap(cells_);
         size_ = 0;
@@ -142,7 +143,7 @@ private:
         }
     }
 
-    std::vector<Cell> cells_;
+    std::vector<Cell, TableAllocator<Cell>> cells_;
     std::size_t size_ = 0;
 };
 

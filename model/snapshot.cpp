@@ -25,8 +25,8 @@ public:
     void pod(const T&) {
         size_ += sizeof(T);
     }
-    template <typename T>
-    void rows(const std::vector<T>& v) {
+    template <typename T, typename A>
+    void rows(const std::vector<T, A>& v) {
         size_ += sizeof(std::uint32_t) + v.size() * sizeof(T);
     }
     void bytes(const void*, std::size_t n) { size_ += n; }
@@ -46,8 +46,8 @@ public:
         std::memcpy(out_, &value, sizeof(T));  // a constant size: no call
         out_ += sizeof(T);
     }
-    template <typename T>
-    void rows(const std::vector<T>& v) {
+    template <typename T, typename A>
+    void rows(const std::vector<T, A>& v) {
         static_assert(std::is_trivially_copyable_v<T>);
         pod(static_cast<std::uint32_t>(v.size()));
         bytes(v.data(), v.size() * sizeof(T));
@@ -78,8 +78,8 @@ public:
         pod(value);
         return value;
     }
-    template <typename T>
-    void rows(std::vector<T>& v) {
+    template <typename T, typename A>
+    void rows(std::vector<T, A>& v) {
         static_assert(std::is_trivially_copyable_v<T>);
         v.resize(pod<std::uint32_t>());
         if (v.empty()) return;

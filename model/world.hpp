@@ -12,6 +12,7 @@
 #include "model/flat_index.hpp"
 #include "model/policy.hpp"
 #include "model/preset.hpp"
+#include "model/table_allocator.hpp"
 
 namespace kvcheck::model {
 
@@ -237,13 +238,13 @@ struct World {
     };
     std::array<WindowPeriods, kMaxGroups> window_periods{};
 
-    std::vector<Segment> segments;             // the state table; index = segment id
+    std::vector<Segment, TableAllocator<Segment>> segments;  // the state table; index = segment id
     std::vector<std::uint32_t> free_segment_ids;
     std::uint32_t live_segments = 0;
     std::vector<Slot> slots;
     std::array<std::vector<std::uint32_t>, kFormCount> free_slots;  // RL2: one free list per form
     std::vector<std::uint32_t> shared_free_slots;                   // used only without separate lists
-    std::vector<DiskObject> disk;
+    std::vector<DiskObject, TableAllocator<DiskObject>> disk;
     std::vector<std::uint32_t> free_disk;
     FlatIndex index;                           // prefix index -> segment id (confirmed by holds())
     std::vector<IoOp> io;
