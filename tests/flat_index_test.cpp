@@ -1,6 +1,7 @@
 // Unit tests of the prefix index (model/flat_index.hpp): it agrees with std::map under colliding
 // keys, grows by 1.5x through non-power-of-two sizes without passing 80 % load, and backward-shift
-// deletion keeps probe chains intact where they wrap from the last cell to the first.
+// deletion keeps probe chains intact where they wrap from the last cell to the first; the
+// allocator of the large tables aligns their big blocks for huge pages and keeps their contents.
 #include "model/flat_index.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "model/core.hpp"
+#include "model/table_allocator.hpp"
 
 using kvcheck::model::FlatIndex;
 
@@ -161,4 +163,34 @@ TEST(FlatIndexTest, BackwardShiftAcrossTheWrap) {
     EXPECT_EQ(index.cells(), 24u);
     EXPECT_GE(most_at_the_end, 6u) << "chains from cells 22-23 must have wrapped past cell 0";
     EXPECT_GT(erased, 1000u);
+}
+
+// Blocks of 2 MiB and more start on a 2 MiB boundary (so whole huge pages fit in them); smaller
+// ones come from operator new. A table grown across that size keeps every row, and an index of
+// 400,000 keys (3.2 MB of cells) still finds each of them.
+TEST(TableAllocatorTest, LargeBlocksAreHugePageAlignedAndKeepTheirContents) {
+    using kvcheck::model::TableAllocator;
+    constexpr std::size_t huge = TableAllocator<std::uint64_t>::kHugePageBytes;
+    std::vector<std::uint64_t, TableAllocator<std::uint64_t>> rows;
+    bool small_seen = false;
+    bool large_seen = false;
+    for (std::uint64_t i = 0; i < 3 * huge / sizeof(std::uint64_t); ++i) {
+        const std::size_t capacity = rows.capacity();
+        rows.push_back(kvcheck::mix64(i));
+        if (rows.capacity() == capacity) continue;
+        const bool large = rows.capacity() * sizeof(std::uint64_t) >= huge;
+        (large ? large_seen : small_seen) = true;
+        if (large) {
+            ASSERT_EQ(reinterpret_cast<std::uintptr_t>(rows.data()) % huge, 0u) << "capacity " << rows.capacity();
+        }
+    }
+    EXPECT_TRUE(small_seen && large_seen);
+    for (std::uint64_t i = 0; i < rows.size(); ++i) ASSERT_EQ(rows[i], kvcheck::mix64(i));
+
+    KeyedValues kv;
+    for (std::uint64_t i = 0; i < 400'000; ++i) kv.keys.push_back(kvcheck::mix64(i + 11));
+    FlatIndex index;
+    for (std::uint32_t i = 0; i < kv.keys.size(); ++i) index.put(kv.keys[i], i * 4, kv.is_key(kv.keys[i]));
+    ASSERT_GE(index.cells() * 8, huge);
+    for (std::uint32_t i = 0; i < kv.keys.size(); ++i) ASSERT_EQ(index.find(kv.keys[i], kv.is_key(kv.keys[i])), i * 4);
 }
