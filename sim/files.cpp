@@ -59,7 +59,8 @@ void write_file_atomic(const std::string& path, const std::string& content) {
 }
 
 void write_files_atomic(const std::vector<std::pair<std::string, FileWriter>>& files) {
-    for (const auto& [path, content] : files) {
+    for (const auto& file : files) {
+        const std::string& path = file.first;
         require_output_file(path);
         const std::filesystem::path parent = std::filesystem::path(path).parent_path();
         if (!parent.empty()) ensure_directory(parent.string());
