@@ -54,9 +54,7 @@ TemporaryFileGuard::~TemporaryFileGuard() {
     guarding = 0;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-    write_files_atomic({{path, [&content](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); }}});
-}
+void write_file_atomic(const std::string& path, const std::string& content) { write_files_atomic({{path, text_writer(content)}}); }
 
 void write_files_atomic(const std::vector<std::pair<std::string, FileWriter>>& files) {
     for (const auto& file : files) {

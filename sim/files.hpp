@@ -56,6 +56,11 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // never held whole.
 using FileWriter = std::function<void(std::ostream&)>;
 
+// The writer of a text held whole; the text must outlive the writer.
+inline FileWriter text_writer(const std::string& content) {
+    return [&content](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); };
+}
+
 // Writes (path, writer) pairs as one group: every temporary file first, then the renames, with
 // signals held throughout. When a temporary file cannot be written (a full disk), none of the
 // paths changes.

@@ -70,14 +70,14 @@ void require_run_folder(const std::string& dir) {
 // would show another run.
 void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohmann::json& report, bool html) {
     const sim::HeldSignals held;
-    const auto text = [](std::string content) {
-        return [content = std::move(content)](std::ostream& out) { out << content; };
-    };
+    const std::string report_text = report.dump(2) + "\n";
+    const std::string metrics_text = sim::prometheus_text(r.info, r.metrics);
+    const std::string html_text = html ? sim::report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}}) : "";
     std::vector<std::pair<std::string, sim::FileWriter>> files = {
-        {dir + "/report.json", text(report.dump(2) + "\n")},
-        {dir + "/metrics.prom", text(sim::prometheus_text(r.info, r.metrics))},
+        {dir + "/report.json", sim::text_writer(report_text)},
+        {dir + "/metrics.prom", sim::text_writer(metrics_text)},
         {dir + "/timeline.json", [&r](std::ostream& out) { r.timeline.write(out); }}};
-    if (html) files.emplace_back(dir + "/report.html", text(sim::report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}})));
+    if (html) files.emplace_back(dir + "/report.html", sim::text_writer(html_text));
     else sim::remove_stale(dir + "/report.html");
     sim::write_files_atomic(files);
 }
