@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "sim/compare_manifest.hpp"
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
 #include "sim/json_fields.hpp"
@@ -428,6 +429,26 @@ constexpr const char* kDrawCheck = R"(<script>
 })();
 </script>)";
 
+// The columns of a compare folder with a manifest: the policies it names, in --policies order,
+// then any other subfolder holding report.json (one added by hand later) by name. A named policy
+// without DIR/POLICY/report.json means the manifest describes another compare: an InputError.
+using Folders = std::vector<std::filesystem::path>;
+Folders in_manifest_order(const std::string& manifest_file, const Folders& by_name) {
+    const CompareManifest manifest = read_compare_manifest(manifest_file);
+    Folders out;
+    for (std::size_t i = 0; i < manifest.policies.size(); ++i) {
+        const std::string& policy = manifest.policies[i];
+        const auto named = std::find_if(by_name.begin(), by_name.end(), [&](const auto& folder) { return folder.filename() == policy; });
+        if (named == by_name.end())
+            throw InputError(manifest_file, "/policies/" + std::to_string(i),
+                             "names policy \"" + policy + "\", but there is no " + policy + "/report.json next to this manifest");
+        out.push_back(*named);
+    }
+    for (const std::filesystem::path& folder : by_name)
+        if (std::find(out.begin(), out.end(), folder) == out.end()) out.push_back(folder);
+    return out;
+}
+
 }  // namespace
 
 std::vector<NamedReport> load_run_reports(const std::string& run_dir) {
@@ -441,12 +462,14 @@ std::vector<NamedReport> load_run_reports(const std::string& run_dir) {
         std::string name = report["policy"].get<std::string>();
         return {{std::move(name), std::move(report), single.string()}};
     }
-    std::vector<fs::path> folders;
+    Folders folders;
     for (const auto& entry : fs::directory_iterator(run_dir, ec))
         if (entry.is_directory() && fs::exists(entry.path() / "report.json")) folders.push_back(entry.path());
+    std::sort(folders.begin(), folders.end());
+    const std::string manifest = compare_manifest_path(run_dir);
+    if (fs::exists(manifest, ec)) folders = in_manifest_order(manifest, folders);
     if (folders.empty())
         throw InputError(run_dir, "", "no report.json here or in its subfolders (expected the --out folder of kvcheck run or kvcheck compare)");
-    std::sort(folders.begin(), folders.end());
     std::vector<NamedReport> out;
     for (const fs::path& folder : folders)
         out.push_back({folder.filename().string(), load_report(folder / "report.json"), (folder / "report.json").string()});
@@ -495,6 +518,9 @@ void write_report_html(const std::string& run_dir, const std::string& out_path) 
     for (const NamedReport& nr : reports)
         if (std::filesystem::equivalent(out_path, nr.file, ec))
             throw InputError(out_path, "", "is " + nr.file + ", a report this page is drawn from; expected another output file");
+    const std::string manifest = compare_manifest_path(run_dir);
+    if (std::filesystem::equivalent(out_path, manifest, ec))
+        throw InputError(out_path, "", "is " + manifest + ", the manifest this page's column order comes from; expected another file");
     write_file_atomic(out_path, report_html(reports));
 }
 

@@ -153,7 +153,8 @@ TEST_F(OutputSafety, RunReproduceLineIsShellQuoted) {
 
 // Proves: a folder's results are those of the last run into it. A clean fuzz or check removes
 // the counterexample an earlier one left, a finished check its default checkpoint, a run without
-// --html the old report.html, an export the schedules of an earlier one.
+// --html the old report.html, a run or suite an earlier compare's manifest, an export the
+// schedules of an earlier one.
 TEST_F(OutputSafety, StaleResultsAreRemoved) {
     ASSERT_EQ(kvcheck("fuzz --policy no-pin --seed 7 --walks 200 --quiet --out " + at("f")).code, 1);
     ASSERT_TRUE(fs::exists(at("f/counterexample.json")));
@@ -191,16 +192,27 @@ TEST_F(OutputSafety, StaleResultsAreRemoved) {
     ASSERT_EQ(kvcheck("compare " + toy + " --policies naive,validated,no-pin --quiet --out " + at("cmp")).code, 0);
     ASSERT_EQ(kvcheck("report " + at("cmp")).code, 0);
     ASSERT_TRUE(fs::exists(at("cmp/report.html")));
-    ASSERT_EQ(kvcheck("compare " + toy + " --policies naive,validated --quiet --out " + at("cmp")).code, 0);
+    ASSERT_EQ(kvcheck("compare " + toy + " --policies validated,naive --quiet --out " + at("cmp")).code, 0);
     EXPECT_FALSE(fs::exists(at("cmp/no-pin")));
     EXPECT_FALSE(fs::exists(at("cmp/report.html")));
     EXPECT_TRUE(fs::exists(at("cmp/naive/report.json")));
+    EXPECT_EQ(nlohmann::json::parse(slurp(at("cmp/compare.json")))["policies"], nlohmann::json({"validated", "naive"}));
+    // A run into a compare's folder removes the compare's manifest: it describes another run.
+    ASSERT_EQ(kvcheck("run " + toy + " --quiet --out " + at("cmp")).code, 0);
+    EXPECT_FALSE(fs::exists(at("cmp/compare.json")));
     fs::create_directories(at("suite"));
     fs::copy_file(toy, at("suite/toy.json"));
     std::ofstream(at("junit.xml")) << "<old/>\n";
     const Cli suite = kvcheck("run " + at("suite") + " --quiet --out " + at("r") + " --junit " + at("junit.xml"));
     EXPECT_FALSE(fs::exists(at("r/report.json"))) << suite.output;
     EXPECT_NE(slurp(at("junit.xml")), "<old/>\n");
+    // A suite into a compare's folder removes the compare's results and its manifest before it
+    // runs (here its copy of the toy scenario cannot find its trace, so nothing replaces them).
+    ASSERT_EQ(kvcheck("compare " + toy + " --policies validated --quiet --out " + at("r")).code, 0);
+    ASSERT_TRUE(fs::exists(at("r/compare.json")));
+    const Cli suite_after_compare = kvcheck("run " + at("suite") + " --quiet --out " + at("r"));
+    EXPECT_FALSE(fs::exists(at("r/compare.json"))) << suite_after_compare.output;
+    EXPECT_FALSE(fs::exists(at("r/validated")));
 
     fs::create_directories(at("s"));
     std::ofstream(at("s/request-99999999.json")) << "{}\n";
@@ -333,7 +345,9 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
     // A folder where a result file goes is refused before the work too.
     fs::create_directories(at("dirs/fuzz.json"));
     fs::create_directories(at("dirs/report.json"));
-    for (const std::string& args : {"fuzz --walks 100000 --out " + at("dirs"), "run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs")}) {
+    fs::create_directories(at("dirs/compare.json"));
+    for (const std::string& args : {"fuzz --walks 100000 --out " + at("dirs"), "run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs"),
+                                    "compare " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs")}) {
         const Cli r = kvcheck(args);
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
         EXPECT_NE(r.output.find("is a directory, expected a file to write"), std::string::npos) << r.output;
@@ -356,6 +370,11 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
     EXPECT_EQ(onto.code, 2) << onto.output;
     EXPECT_NE(onto.output.find("a report this page is drawn from"), std::string::npos) << onto.output;
     EXPECT_EQ(slurp(at("r/report.json")), before);
+    // Nor the compare manifest its column order comes from.
+    ASSERT_EQ(kvcheck("compare " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("c")).code, 0);
+    const Cli onto_manifest = kvcheck("report " + at("c") + " -o " + at("c/compare.json"));
+    EXPECT_EQ(onto_manifest.code, 2) << onto_manifest.output;
+    EXPECT_NE(onto_manifest.output.find("the manifest this page's column order comes from"), std::string::npos) << onto_manifest.output;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // report.html: rendered from real runs of scenarios/quickstart.json through the kvcheck binary, it is
-// self-contained, well formed, deterministic and shows every chart; bad run folders exit 2 with one
-// line; and, where /usr/bin/chromium exists, a headless browser draws every chart without an error.
+// self-contained, well formed, deterministic and shows every chart; a compare's columns come in
+// --policies order; bad run folders exit 2 with one line; and, where /usr/bin/chromium exists, a
+// headless browser draws every chart without an error.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -12,7 +13,9 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "sim/compare_manifest.hpp"
 #include "sim/input_error.hpp"
 #include "sim/report_html.hpp"
 
@@ -171,6 +174,63 @@ TEST_F(ReportTest, BadRunFoldersExitTwoWithOneLine) {
                        "/schema_version: report schema 99");
     EXPECT_THROW(kvcheck::sim::load_run_reports(bad + "/type"), kvcheck::sim::InputError);
     fs::remove_all(bad);
+}
+
+// A compare's columns come in --policies order, by the manifest compare.json, whatever the folder
+// names; a subfolder the manifest does not name (added by hand) follows them, and a folder without
+// a manifest (an older compare, a hand-made one) keeps folder-name order.
+TEST_F(ReportTest, CompareColumnsFollowThePoliciesOrder) {
+    const std::string out = fresh_dir("order");
+    const std::string toy = kSource + "/scenarios/preset-toy.json";
+    ASSERT_EQ(run(kBinary + " compare " + toy + " --policies validated,naive --seed 5 --quiet --out " + out, scratch_).code, 0);
+    ASSERT_TRUE(fs::exists(out + "/compare.json"));
+    const kvcheck::sim::CompareManifest manifest = kvcheck::sim::read_compare_manifest(out + "/compare.json");
+    EXPECT_EQ(manifest.scenario, toy);
+    EXPECT_EQ(manifest.seed, 5u);
+    EXPECT_EQ(manifest.policies, (std::vector<std::string>{"validated", "naive"}));
+    const auto columns = [&] {
+        std::string names;
+        for (const kvcheck::sim::NamedReport& nr : kvcheck::sim::load_run_reports(out)) names += nr.name + ",";
+        return names;
+    };
+    EXPECT_EQ(columns(), "validated,naive,");
+    ASSERT_EQ(run(kBinary + " report " + out, scratch_).code, 0);
+    const std::string page = slurp(out + "/report.html");
+    EXPECT_NE(page.find("runs side by side: validated, naive"), std::string::npos);
+    EXPECT_LT(page.find("<h3>validated</h3>"), page.find("<h3>naive</h3>"));
+
+    fs::copy(out + "/naive", out + "/a-copy", fs::copy_options::recursive);
+    EXPECT_EQ(columns(), "validated,naive,a-copy,");
+    fs::remove(out + "/compare.json");
+    EXPECT_EQ(columns(), "a-copy,naive,validated,");
+    fs::remove_all(out);
+}
+
+// A manifest that names a folder without report.json, or is malformed, is bad input: exit 2 and
+// one line naming compare.json and the JSON pointer.
+TEST_F(ReportTest, BadCompareManifestExitsTwoWithOneLine) {
+    const std::string out = fresh_dir("manifest");
+    ASSERT_EQ(run(kBinary + " compare " + kSource + "/scenarios/preset-toy.json --policies validated,naive --quiet --out " + out, scratch_).code, 0);
+    const std::string good = slurp(out + "/compare.json");
+    const auto expect_input_error = [&](const std::string& mention) {
+        const Outcome o = run(kBinary + " report " + out, scratch_);
+        EXPECT_EQ(o.code, 2) << o.err;
+        EXPECT_EQ(lines(o.err), 1u) << o.err;
+        EXPECT_NE(o.err.find("kvcheck: " + out + "/compare.json:" + mention), std::string::npos) << o.err;
+    };
+    fs::remove_all(out + "/naive");
+    expect_input_error("/policies/1: names policy \"naive\", but there is no naive/report.json next to this manifest");
+    const auto manifest = [&](const std::string& text) { std::ofstream(out + "/compare.json") << text; };
+    manifest(std::regex_replace(good, std::regex("\"naive\""), "\"validated\""));
+    expect_input_error("/policies/1: \"validated\" is listed twice");
+    manifest(std::regex_replace(good, std::regex("\"naive\""), "\"../validated\""));
+    expect_input_error("/policies/1: \"../validated\" is not a folder name");
+    manifest(std::regex_replace(good, std::regex("\"seed\": [0-9]+"), "\"seed\": -1"));
+    expect_input_error("/seed: expected a whole number of 0 or more, got -1");
+    manifest(good.substr(0, good.size() / 2));
+    expect_input_error("");
+    EXPECT_FALSE(fs::exists(out + "/report.html"));
+    fs::remove_all(out);
 }
 
 // Headless Chromium lays out every chart and the page records no script or console error.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/compare_manifest.hpp"
 #include "sim/engine.hpp"
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
@@ -84,13 +85,16 @@ void write_outputs(const std::string& dir, const sim::RunResult& r, const nlohma
 
 // Removes what earlier runs left in `dir` that this one does not replace: the run files of each
 // subfolder (one holding report.json) not named in `keep`, the subfolder too once empty, and with
-// `top` the run files in `dir` itself. `kvcheck report DIR` then shows this run only.
+// `top` the run files and an earlier compare's manifest in `dir` itself. `kvcheck report DIR`
+// then shows this run only, never in an order or with names of another.
 void clear_other_results(const std::string& dir, const std::set<std::string>& keep, bool top) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return;
-    if (top)
+    if (top) {
         for (const char* name : kRunFiles) sim::remove_stale(dir + name);
+        sim::remove_stale(sim::compare_manifest_path(dir));
+    }
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
         if (!entry.is_directory(ec) || keep.count(entry.path().filename().string()) > 0 || !fs::exists(entry.path() / "report.json", ec))
             continue;
@@ -245,6 +249,9 @@ int run_command(const RunArgs& args) {
     // not leave an old JUnit file or an old scenario's results looking like this run's.
     if (!args.junit.empty()) sim::remove_stale(args.junit);
     if (!args.out.empty() && folder) clear_other_results(args.out, names, true);
+    // A single run leaves an earlier compare's subfolders (`kvcheck report` reads its report.json
+    // first) but not that compare's manifest, which describes another run.
+    if (!args.out.empty() && !folder) sim::remove_stale(sim::compare_manifest_path(args.out));
     // Every earlier export goes, also where this run exports nothing (a steps-mode scenario, one
     // that fails to load) and, in a suite, that of a scenario the suite no longer has.
     if (!args.schedules.empty() && std::filesystem::is_directory(args.schedules, ec)) {
@@ -336,7 +343,7 @@ void register_compare(CLI::App& app, Common& common) {
     cmd->add_option("scenario", args->target, "Scenario file")->required();
     cmd->add_option("--policies", *policies, "Comma-separated policies (default naive,validated)");
     cmd->add_option("--seed", args->seed, "Seed (default, or 0: the scenario's)");
-    cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/");
+    cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/ and the policy order to DIR/compare.json");
     cmd->add_flag("--json", args->json, "Print {\"policies\": {NAME: report}}");
     cmd->add_flag("--quiet", args->quiet, "No progress line");
     cmd->callback([args, policies, &common] {
@@ -350,6 +357,7 @@ void register_compare(CLI::App& app, Common& common) {
         }
         if (!args->out.empty()) {
             sim::require_output_folder(args->out);
+            sim::require_output_file(sim::compare_manifest_path(args->out));
             for (const std::string& name : names) require_run_folder(args->out + "/" + name);
         }
         const sim::Scenario scenario = sim::load_scenario(args->target);
@@ -380,6 +388,10 @@ void register_compare(CLI::App& app, Common& common) {
             all[name] = report;
             reports.push_back(std::move(report));
         }
+        // The manifest comes last, once every policy's results are there: `kvcheck report DIR`
+        // draws the columns in --policies order by it, and an interrupted compare leaves none.
+        if (!args->out.empty())
+            sim::write_file_atomic(sim::compare_manifest_path(args->out), sim::compare_manifest_text({args->target, seed, names}));
         if (args->json) std::cout << nlohmann::json{{"policies", all}}.dump(2) << "\n";
         else print_comparison(reports);
         for (const auto& r : reports)
