@@ -586,5 +586,8 @@ TEST(ReplayCli, UnavailableCudaBackendExits2) {
     const Cli r = run_cli("replay " + dir.string() + " --backend cuda");
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.out.find(built_with_cuda() ? "no CUDA device" : "built without CUDA"), std::string::npos) << r.out;
+    // The form of every other flag error: one line naming the flag.
+    EXPECT_EQ(r.out.rfind("kvcheck: <input>:--backend: cuda: ", 0), 0u) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
     std::filesystem::remove_all(dir);
 }

@@ -385,6 +385,19 @@ TEST(ScenarioSuite, JunitHasOneTestcasePerScenario) {
     for (const fs::path& f : files)
         EXPECT_NE(text.find("name=\"" + f.stem().string() + "\""), std::string::npos) << f.stem() << " missing from " << xml;
     EXPECT_NE(text.find("tests=\"" + std::to_string(files.size()) + "\""), std::string::npos);
+    // Quiet as it is, the suite prints each scenario's seed= line before its final_state_hash=,
+    // so every hash can be told apart.
+    std::istringstream lines(o.out);
+    std::size_t hashes = 0;
+    std::string seed_line;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("seed=", 0) == 0) seed_line = line;
+        if (line.rfind("final_state_hash=", 0) != 0) continue;
+        EXPECT_NE(seed_line.find(" scenario="), std::string::npos) << "a hash without its seed= line:\n" << o.all();
+        seed_line.clear();
+        ++hashes;
+    }
+    EXPECT_EQ(hashes, files.size() - (traces_missing ? 1 : 0)) << o.all();
     if (!traces_missing) {
         EXPECT_EQ(text.find("<failure"), std::string::npos) << text;
         EXPECT_EQ(text.find("<error"), std::string::npos) << text;
@@ -521,4 +534,14 @@ TEST(CheckInterrupt, CtrlCExits130WithACheckpointThatResumes) {
     EXPECT_EQ(j["scope"], "reference");
     EXPECT_FALSE(j["exhausted"].get<bool>());
     EXPECT_GT(j["states"].get<std::uint64_t>(), 1000u) << "the checkpoint's states were not carried over: " << resumed.all();
+}
+
+// Proves: `check --liveness` reports what it looked for in the text summary as well as under
+// --json: the cycles and the stuck states, both 0 at the small scope (docs/checker.md).
+TEST(CheckLiveness, TextSummaryNamesCyclesAndStuckStates) {
+    const Outcome text = kvcheck({"check", "--scope", "small", "--liveness", "--quiet"});
+    ASSERT_EQ(text.code, 0) << text.all();
+    EXPECT_NE(text.out.find("\nliveness: cycles=0 stuck_states=0\n"), std::string::npos) << text.all();
+    const Outcome plain = kvcheck({"check", "--scope", "small", "--quiet"});
+    EXPECT_EQ(plain.out.find("liveness:"), std::string::npos) << "no graph was kept, so nothing was looked for:\n" << plain.all();
 }

@@ -202,6 +202,9 @@ void register_check(CLI::App& app, Common& common) {
             std::printf("scope=%s policy=%s reduction=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n", a->scope.c_str(),
                         a->policy.c_str(), a->reduction.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
                         r.seconds, r.states_per_s, ended.c_str());
+            if (a->liveness)
+                std::printf("liveness: cycles=%llu stuck_states=%llu\n", static_cast<unsigned long long>(r.nontrivial_sccs),
+                            static_cast<unsigned long long>(r.stuck_states));
             if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
             if (r.counterexample) {
                 std::printf("counterexample (%zu steps", r.counterexample->steps.size());

@@ -97,10 +97,7 @@ void print_table(const replay::Summary& summary, const std::string& backend) {
 int run_replay(const ReplayOptions& options) {
     std::string why;
     const std::unique_ptr<replay::Backend> backend = replay::make_backend(options.backend, why);
-    if (!backend) {
-        std::fprintf(stderr, "kvcheck: replay: --backend %s: %s\n", options.backend.c_str(), why.c_str());
-        return 2;
-    }
+    if (!backend) throw sim::InputError("", "--backend", options.backend + ": " + why);
     std::vector<std::string> files = schedule_files(options.path);
     if (options.limit >= 0 && files.size() > static_cast<std::size_t>(options.limit))
         files.resize(static_cast<std::size_t>(options.limit));

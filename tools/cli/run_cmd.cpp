@@ -143,7 +143,8 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     const std::string policy = args.policy.empty() ? scenario.policy : args.policy;
     const std::uint64_t seed = options.seed_given ? args.seed : scenario.seed;
     FILE* info = args.json ? stderr : stdout;
-    if (!in_suite || !args.quiet) std::fprintf(info, "seed=%llu scenario=%s policy=%s\n", static_cast<unsigned long long>(seed), path.c_str(), policy.c_str());
+    // Also in a quiet suite: it names the scenario the final_state_hash line below belongs to.
+    std::fprintf(info, "seed=%llu scenario=%s policy=%s\n", static_cast<unsigned long long>(seed), path.c_str(), policy.c_str());
     Progress progress(args.quiet, "run " + scenario.name);
     options.progress = [&](std::uint64_t finished, std::uint64_t events) { progress.update(finished, 0, "requests, " + std::to_string(events) + " events"); };
     sim::RunResult result;
@@ -169,7 +170,8 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
         for (const auto& [name, message] : result.metrics.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
     for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s: %s\n", c.name.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
-    if (!out_dir.empty() && !args.quiet) std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json)\n", out_dir.c_str());
+    if (!out_dir.empty() && !args.quiet)
+        std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json%s)\n", out_dir.c_str(), args.html ? ", report.html" : "");
     if (!args.schedules.empty() && !args.quiet)
         std::fprintf(info, "schedules exported: %llu to %s\n", static_cast<unsigned long long>(result.schedules_written), options.schedules_dir.c_str());
     std::fprintf(info, "final_state_hash=%s\n", report["final_state_hash"].get<std::string>().c_str());
