@@ -5,6 +5,7 @@
 #include "model/invariants.hpp"
 
 #include <filesystem>
+#include <optional>
 
 #include "sim/files.hpp"
 #include "sim/json_fields.hpp"
@@ -185,6 +186,38 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
     }
 }
 
+// A fault whose target the scenario can never hold would be accepted and never fire, so a fault
+// job would pass without testing anything: each class needs a form of the model or a transfer.
+void check_faults_can_act(const Scenario& s, Problems& problems) {
+    const model::Derived derived = model::derive(s.model);
+    const bool transfers = s.offload && s.host.capacity_bytes + s.disk.capacity_bytes > 0;
+    for (std::size_t i = 0; i < s.faults.size(); ++i) {
+        const FaultClass fault = s.faults[i].fault;
+        std::optional<model::Form> needs;
+        switch (fault) {
+            case FaultClass::F1:
+            case FaultClass::F11: needs = model::Form::compressed_kv; break;
+            case FaultClass::F3: needs = model::Form::indexer_state; break;
+            case FaultClass::F7: needs = model::Form::uncompressed_tail; break;
+            case FaultClass::F8: needs = model::Form::swa_window; break;
+            default: break;
+        }
+        const std::string what = std::string(fault_name(fault)) + " (" + std::string(fault_summary(fault)) + ") can never fire here: ";
+        const std::string at = "/faults/" + std::to_string(i) + "/fault";
+        if (needs && !derived.form_present[static_cast<int>(*needs)]) {
+            std::string forms;
+            for (int f = 0; f < model::kFormCount; ++f)
+                if (derived.form_present[f]) forms += (forms.empty() ? "" : ", ") + std::string(model::form_name(static_cast<model::Form>(f)));
+            problems.add(at, what + "model " + s.model.name + " has no " + std::string(model::form_name(*needs)) +
+                                 " segments (its forms: " + forms + ")");
+        }
+        const bool needs_transfer = fault == FaultClass::F2 || fault == FaultClass::F4 || fault == FaultClass::F9;
+        if (needs_transfer && !transfers)
+            problems.add(at, what + (s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") +
+                                 ", so no transfer ever runs");
+    }
+}
+
 Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
     Fields f(value, pointer, problems);
     Bound b;
@@ -351,6 +384,7 @@ Scenario parse(const std::string& path, Problems& problems) {
             }
     }
     top.finish();
+    if (problems.list.empty() && !s.steps_mode) check_faults_can_act(s, problems);
     if (s.prefill_tokens_per_s == 0) s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
     if (s.steps_mode) s.scope.model = s.model;
     return s;
