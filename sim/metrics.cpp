@@ -179,8 +179,26 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\"} " << count << "\n";
     out << "# HELP kvcheck_invariant_violations_total Invariant violations by name.\n"
            "# TYPE kvcheck_invariant_violations_total counter\n";
-    for (const auto& [name, count] : m.invariant_violations)
-        out << "kvcheck_invariant_violations_total{" << policy << ",invariant=\"" << name << "\"} " << count << "\n";
+    // Every catalogued invariant, 0 included, so that an alert on a clean run's series can fire.
+    for (const auto& item : model::invariant_catalogue()) {
+        const auto it = m.invariant_violations.find(std::string(item.name));
+        out << "kvcheck_invariant_violations_total{" << policy << ",invariant=\"" << item.name << "\"} "
+            << (it == m.invariant_violations.end() ? 0 : it->second) << "\n";
+    }
+    out << "# HELP kvcheck_faults_injected_total Faults injected per class.\n# TYPE kvcheck_faults_injected_total counter\n";
+    for (int k = 0; k < kFaultClassCount; ++k)
+        out << "kvcheck_faults_injected_total{" << policy << ",fault=\"" << fault_name(static_cast<FaultClass>(k)) << "\"} "
+            << m.faults[k] << "\n";
+    counter("offloads_total", "Offload copies started (GPU to host/disk).", m.offloads);
+    counter("loads_total", "Loads from host/disk that completed, misaligned reloads included.", m.loads);
+    counter("load_failures_total", "Loads that failed (F2).", m.load_failures);
+    counter("stale_revalidations_total", "Revalidations that found a segment's epoch or the model version changed (RL3).",
+            m.stale_revalidations);
+    counter("admission_refusals_total", "Allocations or loads that did not fit the GPU budget (RL1).", m.admission_refusals);
+    counter("graph_recaptures_total", "Decode-graph recaptures forced by a moved address (RL4).", m.recaptures);
+    counter("io_waits_total", "Waits of a request for its loads.", m.io_wait.count());
+    gauge("io_wait_p50_ms", "Median wait for loads (ms).", m.io_wait.at(0.5));
+    gauge("io_wait_p99_ms", "99th percentile wait for loads (ms).", m.io_wait.at(0.99));
     out << "# HELP kvcheck_memory_peak_bytes Peak bytes per form (GPU), state table and tiers.\n"
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
     for (const auto& [form, bytes] : peaks(m))

@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sim/compare_manifest.hpp"
 #include "sim/input_error.hpp"
@@ -82,6 +85,51 @@ protected:
 };
 
 }  // namespace
+
+// metrics.prom says what report.json says: every plain counter and gauge, a series for every
+// catalogued invariant and every fault class (0 included, so that an alert has a series on a clean
+// run), and the I/O-wait figures. Checked for both policies of the compare (naive violates, validated
+// does not).
+TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
+    for (const std::string policy : {"naive", "validated"}) {
+        SCOPED_TRACE(policy);
+        const nlohmann::json report = nlohmann::json::parse(slurp(compare_ + "/" + policy + "/report.json"));
+        const std::string prom = slurp(compare_ + "/" + policy + "/metrics.prom");
+        std::map<std::string, double> samples;  // "name{labels}" -> value
+        std::istringstream in(prom);
+        for (std::string line; std::getline(in, line);) {
+            if (line.empty() || line[0] == '#') continue;
+            const std::size_t space = line.rfind(' ');
+            ASSERT_NE(space, std::string::npos) << line;
+            ASSERT_TRUE(samples.emplace(line.substr(0, space), std::stod(line.substr(space + 1))).second) << "repeated: " << line;
+        }
+        const std::string label = "policy=\"" + policy + "\"";
+        const auto sample = [&](const std::string& name, const std::string& extra = "") {
+            const auto it = samples.find("kvcheck_" + name + "{" + label + extra + "}");
+            return it == samples.end() ? -1.0 : it->second;
+        };
+        for (const auto& [metric, key] : std::vector<std::pair<std::string, std::string>>{
+                 {"lookups_total", "lookups"}, {"hits_total", "hits"}, {"silent_corruptions_total", "silent_corruptions"},
+                 {"offloads_total", "offloads"}, {"loads_total", "loads"}, {"load_failures_total", "load_failures"},
+                 {"stale_revalidations_total", "stale_revalidations"}, {"admission_refusals_total", "admission_refusals"},
+                 {"graph_recaptures_total", "graph_recaptures"}})
+            EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
+        EXPECT_EQ(sample("io_waits_total"), report["io_wait_ms"]["waits"].get<double>());
+        EXPECT_NEAR(sample("io_wait_p99_ms"), report["io_wait_ms"]["p99"].get<double>(), 1e-3);
+        EXPECT_NEAR(sample("ttft_p50_ms"), report["ttft_ms"]["p50"].get<double>(), 1e-3);
+        ASSERT_EQ(report["invariant_violations"].size(), 16u);
+        for (const auto& [name, count] : report["invariant_violations"].items())
+            EXPECT_EQ(sample("invariant_violations_total", ",invariant=\"" + name + "\""), count.get<double>()) << name;
+        for (int k = 1; k <= 11; ++k) {
+            const std::string fault = "F" + std::to_string(k);
+            const double injected = report["faults_injected"].value(fault, 0.0);
+            EXPECT_EQ(sample("faults_injected_total", ",fault=\"" + fault + "\""), injected) << fault;
+        }
+    }
+    const nlohmann::json naive = nlohmann::json::parse(slurp(compare_ + "/naive/report.json"));
+    EXPECT_GT(naive["silent_corruptions"].get<double>(), 0) << "the quickstart's naive run should corrupt, or the check above is weak";
+    EXPECT_GT(naive["faults_injected"].size(), 0u);
+}
 
 // The compare page is one well-formed, self-contained document with both policies side by side.
 TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
