@@ -1,6 +1,7 @@
 // Expectation checks over report.json values.
 #include "sim/expect.hpp"
 
+#include <cmath>
 #include <sstream>
 
 namespace kvcheck::sim {
@@ -15,6 +16,16 @@ const nlohmann::json* report_value(const nlohmann::json& report, const std::stri
     }
     return node;
 }
+
+namespace {
+
+// A bound as the scenario wrote it: a whole number without ".0" (bounds are read as doubles).
+std::string bound_text(double x) {
+    if (x == std::floor(x) && std::fabs(x) < 9.0e15) return std::to_string(static_cast<long long>(x));
+    return nlohmann::json(x).dump();
+}
+
+}  // namespace
 
 std::vector<std::string> judge_run(const Expectation* expect, const nlohmann::json& report) {
     std::vector<std::string> failures;
@@ -40,9 +51,9 @@ std::vector<std::string> judge_run(const Expectation* expect, const nlohmann::js
         }
         const double x = v->get<double>();
         if (bound.min && x < *bound.min)
-            failures.push_back(key + " = " + v->dump() + ", expected at least " + nlohmann::json(*bound.min).dump());
+            failures.push_back(key + " = " + v->dump() + ", expected at least " + bound_text(*bound.min));
         if (bound.max && x > *bound.max)
-            failures.push_back(key + " = " + v->dump() + ", expected at most " + nlohmann::json(*bound.max).dump());
+            failures.push_back(key + " = " + v->dump() + ", expected at most " + bound_text(*bound.max));
     }
     return failures;
 }

@@ -427,6 +427,49 @@ TEST(ScenarioSuite, FailingExpectationExitsOneWithReproduceLine) {
     EXPECT_EQ(again.code, 1) << again.all();
 }
 
+// Proves: `run --expected-policies` judges every policy the expect block names, not only the
+// scenario's own: a naive expectation that cannot hold passes a plain run (exit 0) and fails this
+// one (exit 1) with a FAIL line and a reproduce command for that policy, one JUnit case per
+// scenario and policy, and each policy's outputs in a subfolder with a manifest in run order.
+TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
+    nlohmann::json doc = read_json(source);
+    ASSERT_TRUE(doc["expect"].contains("naive") && doc["expect"].contains("no-revalidate"));
+    doc["expect"]["naive"] = {{"silent_corruptions", {{"max", 0}}}};  // naive corrupts under F6
+    const fs::path copy = relocated_copy(source, doc, "expected-policies");
+    const std::string name = copy.stem().string();
+    const Outcome plain = kvcheck({"run", copy.string(), "--quiet"});
+    EXPECT_EQ(plain.code, 0) << plain.all();
+
+    const fs::path out = scratch("expected-policies-out");
+    const fs::path xml = scratch("expected-policies-junit") / "junit.xml";
+    const Outcome o = kvcheck({"run", copy.string(), "--expected-policies", "--quiet", "--out", out.string(), "--junit", xml.string()});
+    ASSERT_EQ(o.code, 1) << o.all();
+    EXPECT_NE(o.out.find("FAIL " + name + "[naive]: silent_corruptions = "), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find(", expected at most 0\n"), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find("reproduce: kvcheck run " + copy.string() + " --policy naive --seed "), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find("2 passed, 1 failed"), std::string::npos) << o.all();
+    const std::string junit = read_text(xml);
+    for (const std::string policy : {"validated", "naive", "no-revalidate"}) {
+        EXPECT_NE(junit.find("name=\"" + name + "[" + policy + "]\""), std::string::npos) << junit;
+        EXPECT_EQ(read_json(out / policy / "report.json")["policy"], policy);
+    }
+    EXPECT_NE(junit.find("tests=\"3\" failures=\"1\""), std::string::npos) << junit;
+    EXPECT_EQ(read_json(out / "compare.json")["policies"], (nlohmann::json{"validated", "naive", "no-revalidate"}));
+    EXPECT_FALSE(fs::exists(out / "report.json"));
+
+    // In a folder each scenario gets a folder of its own, laid out the same.
+    const fs::path suite_out = scratch("expected-policies-suite");
+    const Outcome suite = kvcheck({"run", copy.parent_path().string(), "--expected-policies", "--quiet", "--out", suite_out.string()});
+    EXPECT_EQ(suite.code, 1) << suite.all();
+    EXPECT_EQ(read_json(suite_out / name / "naive" / "report.json")["policy"], "naive");
+    EXPECT_EQ(read_json(suite_out / name / "compare.json")["policies"].size(), 3u);
+
+    // A policy of its own cannot be combined with it: that is a plain run.
+    const Outcome both = kvcheck({"run", copy.string(), "--expected-policies", "--policy", "naive"});
+    EXPECT_EQ(both.code, 2) << both.all();
+}
+
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
 // a counterexample (an expectation that invariants are violated) exits 1 and reports each of
 // them; a false-positive regression (only invariants that must hold) replays cleanly, exit 0.

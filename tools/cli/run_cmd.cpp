@@ -35,14 +35,18 @@ struct RunArgs {
     bool json = false;
     bool quiet = false;
     bool html = false;
+    bool expected_policies = false;  // every policy the expect block names, each in DIR[/NAME]/POLICY/
 };
 
 struct CaseResult {
     std::string name;
+    std::string policy_tag;  // "[POLICY]" when a scenario runs under several policies
     std::string path;
     std::vector<std::string> failures;
     std::string error;  // bad input
     std::string reproduce;
+    std::string policy;
+    std::uint64_t seed = 0;
     double seconds = 0;
     nlohmann::json report;  // kept for a suite's --json document
 };
@@ -122,10 +126,12 @@ void print_summary(const nlohmann::json& j, FILE* to) {
 }
 
 // Runs one scenario file; prints what a person needs and returns the case result.
-CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) {
+// `policy` overrides the scenario's; with `per_policy` the outputs go into a subfolder named after it.
+CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, const std::string& policy_name, bool per_policy) {
     CaseResult c;
     c.path = path;
     c.name = std::filesystem::path(path).stem().string();
+    if (per_policy) c.policy_tag = "[" + policy_name + "]";
     const auto started = std::chrono::steady_clock::now();
     sim::Scenario scenario;
     try {
@@ -135,12 +141,12 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
         return c;
     }
     sim::RunOptions options;
-    options.policy = args.policy;
+    options.policy = policy_name;
     options.seed = args.seed;
     options.seed_given = args.seed != 0;
     // A suite exports each scenario's schedules into a folder of its own, as its outputs.
     options.schedules_dir = case_folder(args.schedules, c.name, in_suite);
-    const std::string policy = args.policy.empty() ? scenario.policy : args.policy;
+    const std::string policy = policy_name.empty() ? scenario.policy : policy_name;
     const std::uint64_t seed = options.seed_given ? args.seed : scenario.seed;
     FILE* info = args.json ? stderr : stdout;
     // Also in a quiet suite: it names the scenario the final_state_hash line below belongs to.
@@ -157,18 +163,21 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite) 
     }
     progress.done();
     const nlohmann::json report = sim::report_json(result.info, result.metrics);
-    const std::string out_dir = case_folder(args.out, c.name, in_suite);
+    const std::string out_dir = args.out.empty() || !per_policy ? case_folder(args.out, c.name, in_suite)
+                                                                : case_folder(args.out, c.name, in_suite) + "/" + policy;
     if (!out_dir.empty()) write_outputs(out_dir, result, report, args.html);
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
-    if (args.json && in_suite) c.report = report;
+    c.policy = policy;
+    c.seed = seed;
+    if (args.json && (in_suite || per_policy)) c.report = report;
     else if (args.json) std::cout << report.dump(2) << "\n";
     else if (!args.quiet && scenario.steps_mode)
         std::printf("replayed %llu steps of %s under %s\n", static_cast<unsigned long long>(result.metrics.events), path.c_str(), policy.c_str());
     else if (!args.quiet) print_summary(report, stdout);
     if (!args.json && !args.quiet && scenario.steps_mode)
         for (const auto& [name, message] : result.metrics.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
-    for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s: %s\n", c.name.c_str(), f.c_str());
+    for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s%s: %s\n", c.name.c_str(), c.policy_tag.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
     if (!out_dir.empty() && !args.quiet)
         std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json%s)\n", out_dir.c_str(), args.html ? ", report.html" : "");
@@ -208,7 +217,7 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
     x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << cases.size() << "\" failures=\""
       << failures << "\" errors=\"" << errors << "\">\n";
     for (const CaseResult& c : cases) {
-        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << xml_escape(c.name) << "\" file=\"" << xml_escape(c.path)
+        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << xml_escape(c.name + c.policy_tag) << "\" file=\"" << xml_escape(c.path)
           << "\" time=\"" << c.seconds << "\">\n";
         if (!c.error.empty()) x << "    <error message=\"" << xml_escape(c.error) << "\"/>\n";
         if (!c.failures.empty()) {
@@ -221,6 +230,23 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
     }
     x << "</testsuite>\n";
     sim::write_file_atomic(file, x.str());
+}
+
+// The policies a scenario runs under: --policy or its own, and with --expected-policies also each
+// policy its expect block names (its own first, the others by name). A scenario that does not
+// load runs once, so that run_one reports the problem as usual.
+std::vector<std::string> policies_for(const std::string& path, const RunArgs& args) {
+    if (!args.expected_policies) return {args.policy};
+    sim::Scenario scenario;
+    try {
+        scenario = sim::load_scenario(path);
+    } catch (const sim::InputError&) {
+        return {""};
+    }
+    std::vector<std::string> out = {scenario.policy};
+    for (const auto& [key, expectation] : scenario.expect)
+        if (key != "*" && key != scenario.policy) out.push_back(key);
+    return out;
 }
 
 int run_command(const RunArgs& args) {
@@ -238,10 +264,22 @@ int run_command(const RunArgs& args) {
     // Output paths are checked before anything runs, so a bad one costs no work and leaves nothing behind.
     std::set<std::string> names;
     for (const std::string& p : paths) names.insert(std::filesystem::path(p).stem().string());
+    std::vector<std::vector<std::string>> policies;
+    for (const std::string& p : paths) policies.push_back(policies_for(p, args));
     if (!args.junit.empty()) sim::require_output_file(args.junit);
     if (!args.out.empty()) {
         sim::require_output_folder(args.out);
-        for (const std::string& name : names) require_run_folder(case_folder(args.out, name, folder));
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+            const std::string base = case_folder(args.out, std::filesystem::path(paths[i]).stem().string(), folder);
+            if (!args.expected_policies) {
+                require_run_folder(base);
+                continue;
+            }
+            sim::require_output_folder(base);
+            sim::require_output_file(sim::compare_manifest_path(base));
+            for (const std::string& policy : policies[i])
+                if (!policy.empty()) require_run_folder(base + "/" + policy);
+        }
     }
     if (!args.schedules.empty()) {
         sim::require_output_folder(args.schedules);
@@ -253,7 +291,13 @@ int run_command(const RunArgs& args) {
     if (!args.out.empty() && folder) clear_other_results(args.out, names, true);
     // A single run leaves an earlier compare's subfolders (`kvcheck report` reads its report.json
     // first) but not that compare's manifest, which describes another run.
-    if (!args.out.empty() && !folder) sim::remove_stale(sim::compare_manifest_path(args.out));
+    if (!args.out.empty() && !folder && !args.expected_policies) sim::remove_stale(sim::compare_manifest_path(args.out));
+    // Under several policies a scenario's folder is laid out as a compare's: one subfolder per
+    // policy and the manifest, nothing of an earlier layout or policy list beside them.
+    if (!args.out.empty() && args.expected_policies)
+        for (std::size_t i = 0; i < paths.size(); ++i)
+            clear_other_results(case_folder(args.out, std::filesystem::path(paths[i]).stem().string(), folder),
+                                std::set<std::string>(policies[i].begin(), policies[i].end()), true);
     // Every earlier export goes, also where this run exports nothing (a steps-mode scenario, one
     // that fails to load) and, in a suite, that of a scenario the suite no longer has.
     if (!args.schedules.empty() && std::filesystem::is_directory(args.schedules, ec)) {
@@ -266,7 +310,21 @@ int run_command(const RunArgs& args) {
         }
     }
     std::vector<CaseResult> cases;
-    for (const std::string& p : paths) cases.push_back(run_one(p, args, folder));
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        const std::size_t first = cases.size();
+        for (const std::string& policy : policies[i])
+            cases.push_back(run_one(paths[i], args, folder, policy, args.expected_policies));
+        // The manifest last, once every policy's results are there (as compare writes it), so
+        // that `kvcheck report` draws the scenario's policies in this order.
+        const bool all_ran = std::all_of(cases.begin() + static_cast<std::ptrdiff_t>(first), cases.end(),
+                                         [](const CaseResult& c) { return c.error.empty(); });
+        if (!args.out.empty() && args.expected_policies && all_ran) {
+            std::vector<std::string> ran;
+            for (std::size_t k = first; k < cases.size(); ++k) ran.push_back(cases[k].policy);
+            sim::write_file_atomic(sim::compare_manifest_path(case_folder(args.out, cases[first].name, folder)),
+                                   sim::compare_manifest_text({paths[i], cases[first].seed, ran}));
+        }
+    }
     if (!args.junit.empty()) write_junit(args.junit, cases);
     int code = 0;
     for (const CaseResult& c : cases) {
@@ -277,13 +335,16 @@ int run_command(const RunArgs& args) {
             code = 1;
         }
     }
-    if (folder) {
+    if (folder || args.expected_policies) {
         std::size_t passed = 0;
         for (const CaseResult& c : cases) passed += c.error.empty() && c.failures.empty() ? 1 : 0;
-        if (args.json) {  // one JSON document on stdout: the report of every scenario that ran
+        if (args.json) {  // one JSON document on stdout: the report of every scenario (and policy) that ran
             nlohmann::json all = nlohmann::json::object();
-            for (const CaseResult& c : cases)
-                if (c.error.empty()) all[sim::valid_utf8(c.name)] = c.report;
+            for (const CaseResult& c : cases) {
+                if (!c.error.empty()) continue;
+                if (args.expected_policies) all[sim::valid_utf8(c.name)]["policies"][c.policy] = c.report;
+                else all[sim::valid_utf8(c.name)] = c.report;
+            }
             std::cout << nlohmann::json{{"scenarios", all}}.dump(2) << "\n";
         }
         std::fprintf(args.json ? stderr : stdout, "%zu passed, %zu failed\n", passed, cases.size() - passed);
@@ -427,6 +488,11 @@ void register_run(CLI::App& app, Common& common) {
     cmd->add_flag("--json", args->json, "Print report.json to stdout (a folder: {\"scenarios\": {NAME: report}})");
     cmd->add_flag("--quiet", args->quiet, "No summary and no progress line");
     cmd->add_flag("--html", args->html, "Also write report.html next to report.json")->needs("--out");
+    auto* every = cmd->add_flag("--expected-policies", args->expected_policies,
+                                "Also run each policy the scenario's expect block names, each judged by its own expectation "
+                                "(outputs in DIR[/NAME]/POLICY/, one JUnit case per scenario and policy)");
+    every->excludes(cmd->get_option("--policy"));
+    every->excludes(cmd->get_option("--export-schedules"));
     cmd->callback([args, &common] {
         if (!args->policy.empty() && model::find_policy(args->policy) == nullptr)
             throw sim::InputError("", "--policy", "unknown policy \"" + args->policy + "\" (known: " + model::policy_names() + ")");
