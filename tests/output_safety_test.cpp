@@ -136,6 +136,21 @@ TEST_F(OutputSafety, FuzzReproduceLineFindsTheSameWalk) {
     EXPECT_NE(reproduced.output.find(first[0].str()), std::string::npos) << reproduced.output;
 }
 
+// Proves: a campaign over a preset's swarm scopes prints a reproduce line that names the preset,
+// and running that line finds the same walk and invariant.
+TEST_F(OutputSafety, FuzzReproduceLineNamesTheModel) {
+    const Cli found = kvcheck("fuzz --model gemma3-27b --policy no-swa-expiry --seed 1 --walks 3000 --quiet");
+    ASSERT_EQ(found.code, 1) << found.output;
+    EXPECT_NE(found.output.find("policy=no-swa-expiry model=gemma3-27b "), std::string::npos) << found.output;
+    const std::string again = reproduce_line(found.output);
+    ASSERT_NE(again.find(" --model gemma3-27b "), std::string::npos) << again;
+    const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
+    EXPECT_EQ(reproduced.code, 1) << reproduced.output;
+    std::smatch first;
+    ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+"))) << found.output;
+    EXPECT_NE(reproduced.output.find(first[0].str()), std::string::npos) << reproduced.output;
+}
+
 // Proves: a run's reproduce line survives a path with a space and a quote in it: the shell runs
 // it as printed and gets the same failure.
 TEST_F(OutputSafety, RunReproduceLineIsShellQuoted) {

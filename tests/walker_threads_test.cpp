@@ -1,6 +1,7 @@
 // Random walks and swarm testing: verdicts depend only on the seeds, not on threads or shards.
 #include <gtest/gtest.h>
 
+#include "model/preset.hpp"
 #include "sim/check/walker.hpp"
 
 using namespace kvcheck;
@@ -74,4 +75,53 @@ TEST(Fuzz, StopAtFirstIsDeterministic) {
     ASSERT_EQ(two.violations.size(), 1u);
     EXPECT_EQ(one.violations[0].walk, two.violations[0].walk);
     EXPECT_EQ(one.violations[0].counterexample.steps, two.violations[0].counterexample.steps);
+}
+
+// Proves: `--model PRESET` draws swarm scopes with that preset's groups and blocks, validated
+// survives them on every preset, a mutant whose form the preset has is caught (no-swa-expiry on
+// gemma3-27b), and the verdicts still do not depend on the thread count.
+TEST(Fuzz, PresetSwarmScopesKeepValidatedCleanAndCatchMutants) {
+    for (const model::ModelConfig& preset : model::presets()) {
+        SCOPED_TRACE(preset.name);
+        const sim::Scope scope = sim::swarm_scope(7, 3, preset.name);
+        EXPECT_EQ(scope.model.groups.size(), preset.groups.size());
+        const std::uint32_t lcm = model::derive(preset).lcm_tokens;
+        for (const sim::RequestTemplate& r : scope.requests) EXPECT_EQ(r.input_tokens % scope.content_block_tokens, 0u);
+        if (preset.name != "toy") EXPECT_GE(scope.content_block_tokens * 2, lcm);
+        sim::FuzzOptions o;
+        o.model = preset.name;
+        o.seed = 7;
+        o.walks = 1000;
+        o.threads = 2;
+        o.stop_at_first = false;
+        const sim::FuzzReport r = sim::fuzz(o);
+        EXPECT_EQ(r.walks, 1000u);
+        EXPECT_TRUE(r.violations.empty()) << sim::format_counterexample(r.violations.front().counterexample);
+    }
+    const auto mutant = [](std::uint32_t threads) {
+        sim::FuzzOptions o;
+        o.model = "gemma3-27b";
+        o.policy = "no-swa-expiry";
+        o.seed = 1;
+        o.walks = 3000;
+        o.threads = threads;
+        return sim::fuzz(o);
+    };
+    const sim::FuzzReport one = mutant(1);
+    ASSERT_EQ(one.violations.size(), 1u) << "no-swa-expiry must be caught on gemma3-27b's swarm scopes";
+    EXPECT_EQ(verdicts(one), verdicts(mutant(2)));
+    EXPECT_EQ(one.violations[0].scope.model.name, "gemma3-27b");
+}
+
+// Proves: the toy swarm scopes are those of the reference scope's blocks and budgets, so that a
+// campaign without --model walks as it did before presets could be drawn.
+TEST(Fuzz, ToySwarmScopeKeepsSixteenTokenBlocks) {
+    for (std::uint64_t walk = 0; walk < 50; ++walk) {
+        const sim::Scope s = sim::swarm_scope(1, walk);
+        EXPECT_EQ(s.content_block_tokens, 16u);
+        EXPECT_EQ(s.model.name, "toy");
+        EXPECT_GE(s.limits.gpu_budget_bytes, 20'000u);
+        EXPECT_LT(s.limits.gpu_budget_bytes, 200'000u);
+        EXPECT_TRUE(s.limits.extent_tokens == 0 || s.limits.extent_tokens == 64 || s.limits.extent_tokens == 128);
+    }
 }

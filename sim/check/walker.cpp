@@ -73,22 +73,45 @@ FoundViolation shrunk(const Scope& scope, const model::Defenses& defenses, const
 
 }  // namespace
 
-Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index) {
+namespace {
+
+// Bytes a token costs in GPU memory over every form but the on-disk copy.
+double gpu_bytes_per_token(const model::ModelConfig& config) {
+    const model::Derived d = model::derive(config);
+    std::uint64_t sum = 0;
+    for (int f = 0; f < model::kFormCount; ++f)
+        if (static_cast<model::Form>(f) != model::Form::on_disk_prefix) sum += d.bytes_per_token_by_form[f];
+    return static_cast<double>(sum);
+}
+
+}  // namespace
+
+Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::string& model) {
     Rng rng(hash_combine(root_seed, index ^ 0x5377a4dULL));
     Scope s = named_scope("reference");
     s.name = "swarm";
+    const model::ModelConfig* preset = model::find_preset(model);
+    KV_ASSERT(preset != nullptr, "swarm_scope needs a known preset");
+    const model::Derived derived = model::derive(*preset);
+    // Toy keeps the reference scope's 16-token blocks and budgets (every earlier campaign walks
+    // as before); a preset scales both, so the scope is as tight for it as for toy.
+    const std::uint32_t block = model == "toy" ? 16 : std::max(derived.min_block_tokens, derived.lcm_tokens / 2);
+    const double scale = model == "toy" ? 1.0
+                                        : gpu_bytes_per_token(*preset) / gpu_bytes_per_token(s.model) * block / 16.0;
+    s.model = *preset;
+    s.content_block_tokens = block;
     // Two or three requests, each extending or branching from the first one's prompt.
     const std::uint32_t requests = 2 + static_cast<std::uint32_t>(rng.below(2));
     s.requests.clear();
     std::vector<std::uint64_t> first;
     for (std::uint32_t r = 0; r < requests; ++r) {
-        const auto blocks = static_cast<std::uint32_t>(2 + rng.below(7));  // 32..128 tokens of 16
+        const auto blocks = static_cast<std::uint32_t>(2 + rng.below(7));  // 32..128 tokens for toy
         const auto shared = r == 0 ? 0u : static_cast<std::uint32_t>(rng.below(blocks + 1));
         std::vector<std::uint64_t> ids = prompt_ids(rng, first, shared, blocks);
         if (r == 0) first = ids;
-        s.requests.push_back({ids, blocks * 16, static_cast<std::uint32_t>(rng.below(3) * 16)});
+        s.requests.push_back({ids, blocks * block, static_cast<std::uint32_t>(rng.below(3) * block)});
     }
-    s.limits.gpu_budget_bytes = 20'000 + rng.below(180'000);
+    s.limits.gpu_budget_bytes = static_cast<std::uint64_t>(static_cast<double>(20'000 + rng.below(180'000)) * scale);
     // Each fault kind is switched on with probability one half: swarm testing.
     s.step_kinds = actor_kinds() | background_kinds();
     for (int k = 0; k < model::kStepKindCount; ++k) {
@@ -99,7 +122,7 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index) {
     s.max_background = static_cast<std::uint8_t>(rng.below(5));
     // Half the walks with extents of 64 or 128 tokens (docs/invariants.md, "Extents"); drawn last,
     // so the rest of a walk's scope does not depend on it.
-    s.limits.extent_tokens = rng.below(2) == 0 ? 0 : 64u << rng.below(2);
+    s.limits.extent_tokens = rng.below(2) == 0 ? 0 : (4 * block) << rng.below(2);
     return s;
 }
 
@@ -111,6 +134,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
     KV_ASSERT(o.shard_count > 0 && o.shard_index < o.shard_count, "shard index out of range");
     FuzzReport report;
     report.policy = o.policy;
+    report.model = o.model;
     report.seed = o.seed;
     report.shard_index = o.shard_index;
     report.shard_count = o.shard_count;
@@ -141,7 +165,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
                 return;
             }
             const std::uint64_t index = n * o.shard_count + o.shard_index;
-            const Scope scope = o.swarm ? swarm_scope(o.seed, index) : o.base;
+            const Scope scope = o.swarm ? swarm_scope(o.seed, index, o.model) : o.base;
             Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
             steps += w.steps;
             if (w.violated) {
@@ -174,7 +198,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
 std::optional<FoundViolation> rewalk(const FuzzOptions& o, std::uint64_t index) {
     const model::PolicyInfo* policy = model::find_policy(o.policy);
     KV_ASSERT(policy != nullptr, "rewalk needs a known policy");
-    const Scope scope = o.swarm ? swarm_scope(o.seed, index) : o.base;
+    const Scope scope = o.swarm ? swarm_scope(o.seed, index, o.model) : o.base;
     const Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
     if (!w.violated) return std::nullopt;
     return shrunk(scope, policy->defenses, w, index);
@@ -205,7 +229,7 @@ nlohmann::json violation_json(const FoundViolation& v, const std::string& policy
 nlohmann::json fuzz_json(const FuzzReport& r) {
     nlohmann::json found = nlohmann::json::array();
     for (const FoundViolation& v : r.violations) found.push_back(violation_json(v, r.policy));
-    return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
+    return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"model", r.model}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
             {"walks", r.walks}, {"steps", r.steps}, {"next_walk", r.next_walk}, {"interrupted", r.interrupted},
             {"walk_budget", r.walk_budget}, {"depth", r.depth}, {"swarm", r.swarm}, {"keep_going", r.keep_going},
             {"violations", found}};
@@ -220,6 +244,9 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
     };
     if (!result.contains("policy") || !result["policy"].is_string() || model::find_policy(result["policy"].get<std::string>()) == nullptr)
         fail("/policy", "expected the name of a policy (known: " + model::policy_names() + ")");
+    // Files from before --model have no "model": their walks are toy's.
+    if (result.contains("model") && (!result["model"].is_string() || model::find_preset(result["model"].get<std::string>()) == nullptr))
+        fail("/model", "expected the name of a model preset");
     count(result, "", "seed");
     const nlohmann::json* shard = result.contains("shard") ? &result["shard"] : nullptr;
     if (shard == nullptr || !shard->is_array() || shard->size() != 2 || !(*shard)[0].is_number_unsigned() ||
@@ -256,6 +283,7 @@ nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options
     options.first_walk = previous.at("next_walk").get<std::uint64_t>();
     options.seed = previous.at("seed").get<std::uint64_t>();
     options.policy = previous.at("policy").get<std::string>();
+    options.model = previous.value("model", std::string("toy"));
     options.shard_index = previous.at("shard").at(0).get<std::uint32_t>();
     options.shard_count = previous.at("shard").at(1).get<std::uint32_t>();
     options.walks = previous.at("walk_budget").get<std::uint64_t>();
@@ -271,6 +299,7 @@ nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options
 
 nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
     nlohmann::json merged = {{"kind", "kvcheck.fuzz/1"}, {"walks", 0}, {"steps", 0}};
+    const auto model_of = [](const nlohmann::json& s) { return s.value("model", std::string("toy")); };
     std::vector<nlohmann::json> found;
     nlohmann::json covered = nlohmann::json::array();
     std::map<std::uint64_t, const std::string*> seen;  // shard index -> the file it came from
@@ -282,12 +311,15 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
             if (s.at(key) != first.result.at(key))
                 throw InputError(file.path, std::string("/") + key, "from another campaign: " + s.at(key).dump() + " here, " +
                                                                         first.result.at(key).dump() + " in " + first.path);
+        if (model_of(s) != model_of(first.result))
+            throw InputError(file.path, "/model", "from another campaign: model " + model_of(s) + " here, " + model_of(first.result) + " in " + first.path);
         if (s.at("shard").at(1) != first.result.at("shard").at(1))
             throw InputError(file.path, "/shard/1", "from another campaign: shard count " + s.at("shard").at(1).dump() + " here, " +
                                                         first.result.at("shard").at(1).dump() + " in " + first.path);
         const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
         if (!fresh) throw InputError(file.path, "/shard/0", "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
         for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going"}) merged[key] = s.at(key);
+        merged["model"] = model_of(s);
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();
         merged["steps"] = merged["steps"].get<std::uint64_t>() + s.at("steps").get<std::uint64_t>();
         covered.push_back(s.at("shard"));

@@ -28,6 +28,7 @@ struct FuzzOptions {
     bool swarm = true;                 // draw the scope per walk; otherwise walk `base`
     bool stop_at_first = true;
     std::string policy = "validated";
+    std::string model = "toy";         // the preset swarm scopes are drawn for
     Scope base = named_scope("reference");
     std::uint32_t depth = 120;         // steps per walk
     std::function<void(std::uint64_t walks_done)> progress;
@@ -47,6 +48,7 @@ struct FoundViolation {
 
 struct FuzzReport {
     std::string policy;
+    std::string model = "toy";
     std::uint64_t seed = 0;
     std::uint32_t shard_index = 0;
     std::uint32_t shard_count = 1;
@@ -64,8 +66,11 @@ struct FuzzReport {
 
 FuzzReport fuzz(const FuzzOptions& options);
 
-// The scope walk `index` explores under swarm testing.
-Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index);
+// The scope walk `index` explores under swarm testing, for the preset `model` (a name
+// model::find_preset knows): its groups, prompts of 2-8 content blocks (16 tokens for toy; for a
+// preset, the larger of its smallest block and half its LCM) and a GPU budget scaled by the
+// preset's bytes per token, so that admission and eviction bite as they do for toy.
+Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::string& model = "toy");
 
 // Walks global walk `index` of the campaign `options` describes again and shrinks its violation,
 // as fuzz() did when it found it: for the counterexample of a violation carried over a resume.

@@ -243,6 +243,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     auto resume = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("fuzz", "Seeded random walks with swarm testing over larger scopes");
     cmd->add_option("--policy", o->policy, "Policy (default validated)");
+    cmd->add_option("--model", o->model, "Model preset the swarm scopes are drawn for (default toy; see kvcheck presets)");
     cmd->add_option("--seed", o->seed, "Root seed (walk i uses a seed derived from it and i)");
     cmd->add_option("--walks", o->walks, "Budget in walks (default 1000, none when --seconds is given; 0 = no walk bound)");
     cmd->add_option("--seconds", o->seconds, "Budget in seconds (0 = no time bound)");
@@ -257,6 +258,13 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_flag("--quiet", *quiet, "No progress line");
     cmd->callback([=, &common] {
         policy_or_throw(o->policy);
+        if (model::find_preset(o->model) == nullptr) {
+            std::string names;
+            for (const auto& c : model::presets()) names += (names.empty() ? "" : ", ") + c.name;
+            throw sim::InputError("", "--model", "unknown preset \"" + o->model + "\" (known: " + names + ")");
+        }
+        if (*no_swarm && o->model != "toy")
+            throw sim::InputError("", "--no-swarm", "walks the toy reference scope; --model " + o->model + " needs swarm walks");
         // i/n exactly: two decimal numbers and one slash, nothing else.
         static const std::regex kShard("([0-9]+)/([0-9]+)");
         std::smatch parts;
@@ -290,6 +298,7 @@ void register_fuzz(CLI::App& app, Common& common) {
             };
             const auto shard_name = [](const sim::FuzzOptions& f) { return std::to_string(f.shard_index) + "/" + std::to_string(f.shard_count); };
             same("--policy", given.policy, o->policy);
+            same("--model", given.model, o->model);
             same("--seed", std::to_string(given.seed), std::to_string(o->seed));
             same("--shard", shard_name(given), shard_name(*o));
             same("--walks", std::to_string(given.walks), std::to_string(o->walks));
@@ -305,8 +314,9 @@ void register_fuzz(CLI::App& app, Common& common) {
         if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         o->stop = &interrupted;
         catch_interrupt();
-        std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
-                     o->policy.c_str(), shard->c_str(), o->threads);
+        const std::string model_flag = o->model == "toy" ? "" : " --model " + o->model;
+        std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
+                     o->policy.c_str(), o->model == "toy" ? "" : (" model=" + o->model).c_str(), shard->c_str(), o->threads);
         Progress progress(*quiet, "fuzz " + o->policy);
         o->progress = [&](std::uint64_t walks) { progress.update(walks, o->walks, "walks"); };
         const sim::FuzzReport r = sim::fuzz(*o);
@@ -359,9 +369,10 @@ void register_fuzz(CLI::App& app, Common& common) {
             }
         }
         if (first != nullptr)
-            std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s --seed %llu --walks %llu --shard %s --depth %u%s\n", o->policy.c_str(),
-                         static_cast<unsigned long long>(o->seed), static_cast<unsigned long long>(first->walk / o->shard_count + 1),
-                         shard->c_str(), o->depth, o->swarm ? "" : " --no-swarm");
+            std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s%s --seed %llu --walks %llu --shard %s --depth %u%s\n", o->policy.c_str(),
+                         model_flag.c_str(), static_cast<unsigned long long>(o->seed),
+                         static_cast<unsigned long long>(first->walk / o->shard_count + 1), shard->c_str(), o->depth,
+                         o->swarm ? "" : " --no-swarm");
         common.exit_code = !j["violations"].empty() ? 1 : r.interrupted ? 130 : 0;
     });
 }
