@@ -17,6 +17,7 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
         rate = std::min<std::uint32_t>(1'000'000, rate + f.rate_ppm);
         if (f.fault == FaultClass::F4) late_ns_ = f.extra_latency_us * 1000;
         if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
+        if (f.at_request) aimed_.push_back({*f.at_request, f.fault, f.count});
     }
 }
 
@@ -35,7 +36,22 @@ std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) con
     return due;
 }
 
-bool FaultInjector::roll(FaultClass fault) {
+// A firing aimed at the request in slot `request` (kNone: an opportunity of no request).
+bool FaultInjector::aimed_at(FaultClass fault, std::uint32_t request) {
+    if (aimed_.empty() || request == kNone) return false;
+    const std::uint32_t uid = world_.requests[request].spec->uid;
+    for (Aimed& a : aimed_)
+        if (a.fault == fault && a.uid == uid && a.left > 0) {
+            --a.left;
+            return true;
+        }
+    return false;
+}
+
+// Whether the fault fires at this opportunity: a firing aimed at its request, an armed one, or
+// the rate (the only one that draws, so aimed and armed firings leave the random stream alone).
+bool FaultInjector::roll(FaultClass fault, std::uint32_t request) {
+    if (aimed_at(fault, request)) return true;
     auto& armed = armed_[static_cast<std::size_t>(fault)];
     if (armed > 0) {
         --armed;
@@ -114,28 +130,32 @@ void FaultInjector::aim(FaultClass fault, const std::vector<model::PlanEntry>& p
 
 void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
     for (FaultClass f : {FaultClass::F1, FaultClass::F3, FaultClass::F8, FaultClass::F11}) {
-        if (!roll(f)) continue;
+        if (!roll(f, request)) continue;
         const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
         aim(f, preview.plan, inject);
     }
-    if (roll(FaultClass::F5)) global(FaultClass::F5, inject);
+    if (roll(FaultClass::F5, request)) global(FaultClass::F5, inject);
 }
 
 void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {
     for (FaultClass f : {FaultClass::F6, FaultClass::F7})
-        if (roll(f)) aim(f, world_.requests[request].plan, inject);
+        if (roll(f, request)) aim(f, world_.requests[request].plan, inject);
 }
 
-void FaultInjector::during_decode(std::uint32_t, const Inject& inject) {
-    if (roll(FaultClass::F10)) global(FaultClass::F10, inject);
+void FaultInjector::during_decode(std::uint32_t request, const Inject& inject) {
+    if (roll(FaultClass::F10, request)) global(FaultClass::F10, inject);
 }
 
 StepKind FaultInjector::io_outcome(const model::IoOp& op) {
-    if (roll(FaultClass::F2)) return StepKind::io_fail;
-    if (op.kind == model::IoKind::load && roll(FaultClass::F9)) return StepKind::misaligned_reload;
+    // A load belongs to the request waiting for it; an offload to none.
+    const std::uint32_t request = op.kind == model::IoKind::load ? op.request : kNone;
+    if (roll(FaultClass::F2, request)) return StepKind::io_fail;
+    if (op.kind == model::IoKind::load && roll(FaultClass::F9, request)) return StepKind::misaligned_reload;
     return StepKind::io_complete;
 }
 
-std::uint64_t FaultInjector::late_io_ns(const model::IoOp&) { return roll(FaultClass::F4) ? late_ns_ : 0; }
+std::uint64_t FaultInjector::late_io_ns(const model::IoOp& op) {
+    return roll(FaultClass::F4, op.kind == model::IoKind::load ? op.request : kNone) ? late_ns_ : 0;
+}
 
 }  // namespace kvcheck::sim

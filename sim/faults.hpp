@@ -35,7 +35,8 @@ public:
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
 
 private:
-    bool roll(FaultClass fault);
+    bool roll(FaultClass fault, std::uint32_t request);
+    bool aimed_at(FaultClass fault, std::uint32_t request);
     void aim(FaultClass fault, const std::vector<model::PlanEntry>& plan, const Inject& inject);
     void global(FaultClass fault, const Inject& inject);
     void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, const Inject& inject) const;
@@ -51,6 +52,12 @@ private:
         std::uint32_t left;
     };
     std::vector<Timed> scheduled_;
+    struct Aimed {
+        std::uint32_t uid;  // the request, in arrival order
+        FaultClass fault;
+        std::uint32_t left;
+    };
+    std::vector<Aimed> aimed_;  // firings that wait for one request's opportunities
 };
 
 }  // namespace kvcheck::sim

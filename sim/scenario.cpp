@@ -177,10 +177,13 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         spec.rate_ppm = static_cast<std::uint32_t>(f.unsigned_number("rate_ppm", 0, 0, 1'000'000));
         if (auto ms = f.optional_number("at_ms", 0, 1e12)) spec.at_ns = ms_to_ns(*ms);
         spec.at_event = f.optional_unsigned("at_event", 0, 1ULL << 48);
+        if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
         spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));
         spec.extra_latency_us = f.unsigned_number("extra_latency_us", 50'000, 0, 1ULL << 32);
-        if (spec.rate_ppm == 0 && !spec.at_ns && !spec.at_event)
-            problems.add(at, "a fault needs a rate_ppm, an at_ms or an at_event");
+        if (spec.rate_ppm == 0 && !spec.at_ns && !spec.at_event && !spec.at_request)
+            problems.add(at, "a fault needs a rate_ppm, an at_ms, an at_event or an at_request");
+        if (spec.at_request && (spec.at_ns || spec.at_event))
+            problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities; drop at_ms and at_event");
         f.finish();
         s.faults.push_back(spec);
     }
@@ -211,6 +214,9 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
             problems.add(at, what + "model " + s.model.name + " has no " + std::string(model::form_name(*needs)) +
                                  " segments (its forms: " + forms + ")");
         }
+        if (s.faults[i].at_request && s.trace_path.empty() && *s.faults[i].at_request >= s.requests.size())
+            problems.add("/faults/" + std::to_string(i) + "/at_request",
+                         what + "the workload has " + std::to_string(s.requests.size()) + " requests, numbered from 0");
         const bool needs_transfer = fault == FaultClass::F2 || fault == FaultClass::F4 || fault == FaultClass::F9;
         if (needs_transfer && !transfers)
             problems.add(at, what + (s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") +

@@ -34,7 +34,8 @@ struct FaultSpec {
     FaultClass fault = FaultClass::F1;
     std::uint32_t rate_ppm = 0;            // per opportunity (see docs/faults.md), 0 = scheduled only
     std::optional<std::uint64_t> at_ns;    // scheduled at a virtual time ...
-    std::optional<std::uint64_t> at_event; // ... or when the event counter reaches this
+    std::optional<std::uint64_t> at_event; // ... or when the event counter reaches this ...
+    std::optional<std::uint32_t> at_request;  // ... or at this request's opportunities (arrival order, from 0)
     std::uint32_t count = 1;               // scheduled: how many times to fire
     std::uint64_t extra_latency_us = 0;    // F4: how late a late I/O is
 };

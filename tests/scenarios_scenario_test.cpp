@@ -470,6 +470,34 @@ TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
     EXPECT_EQ(both.code, 2) << both.all();
 }
 
+// Proves: a fault with `at_request` fires at that request's opportunity and nowhere else: F6
+// aimed at request 40 of the F6 scenario's trace is injected once; validated revalidates and stays
+// clean; no-revalidate, which reads nothing wrong without the fault, corrupts request 40's read.
+TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
+    nlohmann::json doc = read_json(source);
+    doc["expect"] = nlohmann::json::object();
+    doc["faults"] = nlohmann::json::array({{{"fault", "F6"}, {"at_request", 40}}});
+    const fs::path aimed = relocated_copy(source, doc, "at-request");
+    doc["faults"] = nlohmann::json::array();
+    const fs::path none = relocated_copy(source, doc, "at-request-none");
+    const auto report = [](const fs::path& file, const std::string& policy) {
+        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const nlohmann::json validated = report(aimed, "validated");
+    EXPECT_EQ(validated["faults_injected"].value("F6", 0), 1) << validated["faults_injected"];
+    EXPECT_GE(validated["stale_revalidations"].get<int>(), 1);
+    EXPECT_EQ(validated["silent_corruptions"].get<int>(), 0);
+    EXPECT_EQ(report(none, "no-revalidate")["silent_corruptions"].get<int>(), 0);
+    const nlohmann::json broken = report(aimed, "no-revalidate");
+    EXPECT_EQ(broken["faults_injected"].value("F6", 0), 1);
+    bool request_40 = false;
+    for (const auto& c : broken["corruption_examples"]) request_40 = request_40 || c["request"] == 40;
+    EXPECT_TRUE(request_40) << broken["corruption_examples"].dump(2);
+}
+
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
 // a counterexample (an expectation that invariants are violated) exits 1 and reports each of
 // them; a false-positive regression (only invariants that must hold) replays cleanly, exit 0.
