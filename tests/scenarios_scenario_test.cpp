@@ -498,6 +498,36 @@ TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
     EXPECT_TRUE(request_40) << broken["corruption_examples"].dump(2);
 }
 
+// Proves: a run that fails by violating an invariant leaves DIR/counterexample.json, a scenario
+// with the workload shrunk to a few inline requests that still violates it: it loads, replays
+// with exit 1 and the same invariant, is the same bytes on a second run, and a later clean run
+// into the folder removes it.
+TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
+    const fs::path out = scratch("shrunk");
+    const Outcome o = kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"});
+    ASSERT_EQ(o.code, 1) << o.all();
+    EXPECT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
+    const std::string first = read_text(out / "counterexample.json");
+    const nlohmann::json doc = nlohmann::json::parse(first);
+    EXPECT_EQ(doc["policy"], "no-pin");
+    EXPECT_FALSE(doc.contains("expect"));
+    EXPECT_FALSE(doc["workload"].contains("trace"));
+    const std::size_t requests = doc["workload"]["requests"].size();
+    EXPECT_GE(requests, 1u);
+    EXPECT_LE(requests, 10u) << "the F6 scenario's 400 requests should shrink to a handful";
+    const Outcome replay = kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
+    EXPECT_EQ(replay.code, 1) << replay.all();
+    const nlohmann::json report = nlohmann::json::parse(replay.out);
+    EXPECT_GT(report["invariant_violations"]["OR1_ground_truth"].get<int>(), 0) << replay.all();
+    EXPECT_EQ(report["requests"].get<std::size_t>(), requests);
+
+    ASSERT_EQ(kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"}).code, 1);
+    EXPECT_EQ(read_text(out / "counterexample.json"), first) << "shrinking is deterministic";
+    ASSERT_EQ(kvcheck({"run", source.string(), "--out", out.string(), "--quiet"}).code, 0);
+    EXPECT_FALSE(fs::exists(out / "counterexample.json")) << "a clean run leaves no counterexample of an earlier one";
+}
+
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
 // a counterexample (an expectation that invariants are violated) exits 1 and reports each of
 // them; a false-positive regression (only invariants that must hold) replays cleanly, exit 0.

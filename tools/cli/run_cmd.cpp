@@ -18,6 +18,7 @@
 #include "sim/files.hpp"
 #include "sim/report_html.hpp"
 #include "sim/schedules.hpp"
+#include "sim/shrink.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
 
@@ -62,7 +63,7 @@ std::string case_folder(const std::string& base, const std::string& name, bool i
 }
 
 // The files one run writes into its folder.
-constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html"};
+constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html", "/counterexample.json"};
 
 // Throws InputError before any work when `dir` cannot take a run's files.
 void require_run_folder(const std::string& dir) {
@@ -125,6 +126,38 @@ void print_summary(const nlohmann::json& j, FILE* to) {
         if (count.get<std::uint64_t>() > 0) std::fprintf(to, "violated %s x%llu\n", name.c_str(), static_cast<unsigned long long>(count.get<std::uint64_t>()));
 }
 
+// A failed run that violated an invariant leaves DIR/counterexample.json: the run shrunk to a
+// small scenario (sim/shrink.hpp) that still violates it, checked by loading the written file
+// and running it again. Any other run removes an earlier one. Returns the line to print.
+std::string write_counterexample(const std::string& dir, const sim::Scenario& scenario, const std::string& policy, std::uint64_t seed,
+                                 const sim::RunResult& result, bool failed) {
+    const std::string file = dir + "/counterexample.json";
+    const std::string invariant = failed ? sim::shrink_target(scenario, result) : "";
+    if (invariant.empty()) {
+        sim::remove_stale(file);
+        return "";
+    }
+    const std::optional<sim::ShrunkRun> shrunk = sim::shrink_run(scenario, policy, seed, invariant);
+    if (!shrunk) {
+        sim::remove_stale(file);
+        return "counterexample: none written (the workload written out inline does not violate " + invariant + ")";
+    }
+    sim::write_file_atomic(file, shrunk->scenario.dump(2) + "\n");
+    sim::RunOptions options;
+    options.policy = policy;
+    options.seed = seed;
+    options.seed_given = true;
+    const sim::RunResult again = sim::run_scenario(sim::load_scenario(file), options);
+    const auto it = again.metrics.invariant_violations.find(invariant);
+    if (it == again.metrics.invariant_violations.end() || it->second == 0) {
+        sim::remove_stale(file);
+        return "counterexample: none written (the shrunk scenario did not violate " + invariant + " when loaded again)";
+    }
+    return "counterexample: " + file + " (" + std::to_string(shrunk->requests_after) + " of " + std::to_string(shrunk->requests_before) +
+           " requests, " + std::to_string(shrunk->faults_after) + " of " + std::to_string(shrunk->faults_before) + " fault entries, " +
+           invariant + "; " + std::to_string(shrunk->runs) + " runs); replay: kvcheck run " + shell_word(file);
+}
+
 // Runs one scenario file; prints what a person needs and returns the case result.
 // `policy` overrides the scenario's; with `per_policy` the outputs go into a subfolder named after it.
 CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, const std::string& policy_name, bool per_policy) {
@@ -168,6 +201,8 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
     if (!out_dir.empty()) write_outputs(out_dir, result, report, args.html);
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
     c.reproduce = reproduce_command(path, policy, seed);
+    std::string counterexample_note;
+    if (!out_dir.empty()) counterexample_note = write_counterexample(out_dir, scenario, policy, seed, result, !c.failures.empty());
     c.policy = policy;
     c.seed = seed;
     if (args.json && (in_suite || per_policy)) c.report = report;
@@ -179,6 +214,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
         for (const auto& [name, message] : result.metrics.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
     for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s%s: %s\n", c.name.c_str(), c.policy_tag.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
+    if (!counterexample_note.empty()) std::fprintf(info, "%s\n", counterexample_note.c_str());
     if (!out_dir.empty() && !args.quiet)
         std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json%s)\n", out_dir.c_str(), args.html ? ", report.html" : "");
     if (!args.schedules.empty() && !args.quiet)

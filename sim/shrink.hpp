@@ -1,0 +1,42 @@
+// A failing simulator run, shrunk to a small scenario that still fails the same way: the workload
+// (trace records and explicit requests, in arrival order) cut to the shortest failing prefix, then
+// delta-debugged request by request, then the fault entries it does not need dropped. The result
+// is a workload-mode scenario with an explicit request list, what `kvcheck run --out DIR` writes as
+// DIR/counterexample.json when a run violates an invariant.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine.hpp"
+#include "sim/scenario.hpp"
+
+namespace kvcheck::sim {
+
+inline constexpr std::uint32_t kShrinkRunBudget = 400;  // simulator runs one shrink may take
+
+struct ShrunkRun {
+    nlohmann::json scenario;       // the counterexample, ready to write
+    std::string invariant;         // the invariant it still violates
+    std::size_t requests_before = 0;
+    std::size_t requests_after = 0;
+    std::size_t faults_before = 0;
+    std::size_t faults_after = 0;
+    std::uint32_t runs = 0;        // simulator runs the shrink took
+};
+
+// The invariant a failed run is shrunk against: OR1_ground_truth (a silent corruption) when it
+// was violated, else the first violated invariant by name; empty when the run violated none (it
+// failed an expectation on a figure only) or is a steps-mode replay, which is minimal already.
+std::string shrink_target(const Scenario& scenario, const RunResult& failed);
+
+// Shrinks the run of `scenario` under `policy` and `seed` that violated `invariant`. Deterministic:
+// at most kShrinkRunBudget runs, each of a smaller workload. Empty when the run with its workload
+// written out inline does not violate the invariant (nothing to shrink from).
+std::optional<ShrunkRun> shrink_run(const Scenario& scenario, const std::string& policy, std::uint64_t seed,
+                                    const std::string& invariant);
+
+}  // namespace kvcheck::sim
