@@ -393,3 +393,17 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
 }
 
 }  // namespace
+
+// Proves: --version is a common flag (DESIGN's CLI contract): every command, nested ones too,
+// prints the top level's version line and exits 0 without doing its work.
+TEST(CommonFlags, EveryCommandTakesVersion) {
+    const Cli top = kvcheck("--version");
+    ASSERT_EQ(top.code, 0) << top.output;
+    ASSERT_EQ(top.output.rfind("kvcheck ", 0), 0u) << top.output;
+    for (const char* command : {"run", "compare", "validate", "check", "fuzz", "merge", "mutants", "report", "presets", "policies",
+                                "replay", "trace", "trace stats", "trace synth", "trace convert", "bench"}) {
+        const Cli c = kvcheck(std::string(command) + " --version");
+        EXPECT_EQ(c.code, 0) << command << ": " << c.output;
+        EXPECT_EQ(c.output, top.output) << command;
+    }
+}

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <malloc.h>
 #include <regex>
 #include <string>
@@ -103,6 +104,14 @@ int main(int argc, char** argv) {
     kvcheck::cli::register_trace(app, common);
     kvcheck::cli::register_bench(app, common);
     check_values(app);
+    // `--version` is a common flag: every command takes it, as the top level does.
+    const std::function<void(CLI::App*)> versioned = [&](CLI::App* cmd) {
+        for (CLI::App* sub : cmd->get_subcommands({})) {
+            sub->set_version_flag("--version", std::string("kvcheck ") + KVCHECK_VERSION);
+            versioned(sub);
+        }
+    };
+    versioned(&app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
