@@ -124,6 +124,27 @@ public:
         return list;
     }
 
+    // Shortens each request while the failure stays: no output, then its prompt halved (whole
+    // content blocks, the first ones kept) as long as it still fails.
+    std::vector<TraceRecord> shorten(std::vector<TraceRecord> list) {
+        for (std::size_t i = 0; i < list.size() && budget_left(); ++i) {
+            if (list[i].output_tokens > 0) {
+                std::vector<TraceRecord> candidate = list;
+                candidate[i].output_tokens = 0;
+                if (fails(candidate)) list = std::move(candidate);
+            }
+            while (list[i].block_ids.size() > 1 && budget_left()) {
+                std::vector<TraceRecord> candidate = list;
+                TraceRecord& r = candidate[i];
+                r.block_ids.resize(r.block_ids.size() / 2);
+                r.input_tokens = static_cast<std::uint32_t>(r.block_ids.size()) * r.block_tokens;
+                if (!fails(candidate)) break;
+                list = std::move(candidate);
+            }
+        }
+        return list;
+    }
+
     // Drops each fault entry the failure does not need, in order.
     void drop_faults(const std::vector<TraceRecord>& list) {
         for (std::size_t i = 0; i < keep_.size() && budget_left(); ++i) {
@@ -168,6 +189,7 @@ std::optional<ShrunkRun> shrink_run(const Scenario& scenario, const std::string&
     if (all.empty() || !shrinker.fails(all)) return std::nullopt;
     std::vector<TraceRecord> list = shrinker.ddmin(shrinker.shortest_prefix(all));
     shrinker.drop_faults(list);
+    list = shrinker.shorten(std::move(list));
 
     // The scenario file as written, with the workload inline and what no longer applies gone.
     nlohmann::json doc = parse_json_text(read_file(scenario.path), scenario.path);

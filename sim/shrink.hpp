@@ -1,6 +1,7 @@
 // A failing simulator run, shrunk to a small scenario that still fails the same way: the workload
 // (trace records and explicit requests, in arrival order) cut to the shortest failing prefix, then
-// delta-debugged request by request, then the fault entries it does not need dropped. The result
+// delta-debugged request by request, then the fault entries it does not need dropped, then each
+// request's output dropped and its prompt halved while it still fails. The result
 // is a workload-mode scenario with an explicit request list, what `kvcheck run --out DIR` writes as
 // DIR/counterexample.json when a run violates an invariant.
 #pragma once
