@@ -48,7 +48,7 @@ public:
     Engine(const Scenario& s, const RunOptions& o)
         : s_(s), policy_(o.policy.empty() ? s.policy : o.policy), seed_(o.seed_given ? o.seed : s.seed), options_(o),
           world_(std::make_shared<model::ModelConfig>(s.model), model::find_policy(policy_)->defenses, limits(s), s.rollout),
-          rng_(seed_), io_rng_(rng_.fork(1)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests) {
+          rng_(seed_), io_rng_(rng_.fork(1)), tier_rng_(hash_combine(seed_, 0x74696572)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests) {
         if (!s.trace_path.empty()) {
             TraceOptions t = s.trace;
             t.seed = seed_;
@@ -259,7 +259,12 @@ private:
     void io_done(std::uint32_t op_id) {
         const model::IoOp op = world_.io[op_id];
         if (!op.live) return;
-        const StepKind kind = faults_.io_outcome(op);
+        StepKind kind = faults_.io_outcome(op);
+        // A tier's own failures, from a stream of their own (runs without them draw nothing).
+        if (kind == StepKind::io_complete && op_id < io_tier_.size()) {
+            const TierConfig& tier = io_tier_[op_id] == 0 ? s_.host : s_.disk;
+            if (tier.failure_ppm > 0 && tier_rng_.chance_ppm(tier.failure_ppm)) kind = StepKind::io_fail;
+        }
         const FaultClass fault = kind == StepKind::io_fail ? FaultClass::F2 : FaultClass::F9;
         std::string what;
         if (kind != StepKind::io_complete) {
@@ -303,10 +308,12 @@ private:
         }
     }
 
+    // The tier a transfer starting now runs on: host memory while its capacity lasts, then disk.
+    const TierConfig& tier_now() const { return world_.disk_used_bytes <= s_.host.capacity_bytes ? s_.host : s_.disk; }
+
     std::uint64_t io_delay_ns(const model::IoOp& op) {
         const model::Segment& seg = world_.segments[op.segment];
-        const bool host = world_.disk_used_bytes <= s_.host.capacity_bytes;
-        const TierConfig& tier = host ? s_.host : s_.disk;
+        const TierConfig& tier = tier_now();
         const double bytes = static_cast<double>(world_.bytes_of(seg));
         std::uint64_t ns = static_cast<std::uint64_t>(bytes / tier.bandwidth_gb_per_s) + tier.latency_us * 1000;
         if (tier.jitter_us > 0) ns += io_rng_.below(tier.jitter_us * 1000 + 1);
@@ -328,6 +335,10 @@ private:
         if (out.read_request != model::kNone) judge_read(out.read_request);
         for (std::uint32_t op : out.io_started) {
             if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
+            if (tier_failures_) {
+                if (io_tier_.size() <= op) io_tier_.resize(op + 1);
+                io_tier_[op] = &tier_now() == &s_.host ? 0 : 1;
+            }
             schedule(now_ + io_delay_ns(world_.io[op]), EventKind::io_done, op, 0);
         }
         for (const model::Eviction& e : out.evicted) ++metrics_.evictions[static_cast<std::size_t>(e.form)];
@@ -391,6 +402,9 @@ private:
     model::World world_;
     Rng rng_;
     Rng io_rng_;
+    Rng tier_rng_;
+    const bool tier_failures_ = s_.host.failure_ppm > 0 || s_.disk.failure_ppm > 0;
+    std::vector<std::uint8_t> io_tier_;  // with tier failures: the tier each I/O op runs on (0 host, 1 disk)
     FaultInjector faults_;
     Timeline timeline_;
     Metrics metrics_;

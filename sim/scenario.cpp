@@ -135,6 +135,7 @@ TierConfig parse_tier(const nlohmann::json& value, const std::string& pointer, T
     t.bandwidth_gb_per_s = f.number("bandwidth_gb_per_s", t.bandwidth_gb_per_s, 1e-6, 1e6);
     t.latency_us = f.unsigned_number("latency_us", t.latency_us, 0, 1ULL << 32);
     t.jitter_us = f.unsigned_number("jitter_us", t.jitter_us, 0, 1ULL << 32);
+    t.failure_ppm = static_cast<std::uint32_t>(f.unsigned_number("failure_ppm", t.failure_ppm, 0, 1'000'000));
     f.finish();
     return t;
 }
@@ -194,6 +195,11 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
 void check_faults_can_act(const Scenario& s, Problems& problems) {
     const model::Derived derived = model::derive(s.model);
     const bool transfers = s.offload && s.host.capacity_bytes + s.disk.capacity_bytes > 0;
+    for (const auto& [tier, name] : {std::pair{&s.host, "host"}, std::pair{&s.disk, "disk"}})
+        if (tier->failure_ppm > 0 && !transfers)
+            problems.add(std::string("/storage/") + name + "/failure_ppm",
+                         std::string("a tier failure can never happen here: ") +
+                             (s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") + ", so no transfer ever runs");
     for (std::size_t i = 0; i < s.faults.size(); ++i) {
         const FaultClass fault = s.faults[i].fault;
         std::optional<model::Form> needs;

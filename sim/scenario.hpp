@@ -22,6 +22,7 @@ struct TierConfig {
     double bandwidth_gb_per_s = 1;   // GB/s (1e9 bytes per second)
     std::uint64_t latency_us = 0;
     std::uint64_t jitter_us = 0;     // uniform extra latency in [0, jitter]
+    std::uint32_t failure_ppm = 0;   // chance that a transfer on this tier fails (counted as F2)
 };
 
 // The fault classes of DESIGN.md section 5.

@@ -528,6 +528,37 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     EXPECT_FALSE(fs::exists(out / "counterexample.json")) << "a clean run leaves no counterexample of an earlier one";
 }
 
+// Proves: a tier's failure_ppm fails transfers on that tier, counted as F2: with no host capacity
+// every transfer runs on the disk tier, so a disk that always fails fails every offload and
+// nothing is ever loaded back; validated stays clean; a failing host tier that is never used
+// changes nothing (the same final state as without the key).
+TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
+    const fs::path source = kSourceDir / "scenarios" / "quickstart.json";
+    nlohmann::json doc = read_json(source);
+    doc["faults"] = nlohmann::json::array();
+    doc.erase("expect");
+    doc["storage"]["host"]["capacity_bytes"] = 0;
+    const fs::path plain = relocated_copy(source, doc, "tiers-plain");
+    doc["storage"]["host"]["failure_ppm"] = 1000000;  // never used: no capacity
+    const fs::path unused = relocated_copy(source, doc, "tiers-unused");
+    doc["storage"]["disk"]["failure_ppm"] = 1000000;
+    const fs::path failing = relocated_copy(source, doc, "tiers-failing");
+    const auto report = [](const fs::path& file) {
+        const Outcome o = kvcheck({"run", file.string(), "--json", "--quiet"});
+        EXPECT_EQ(o.code, 0) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const nlohmann::json base = report(plain);
+    ASSERT_GT(base["offloads"].get<int>(), 0);
+    EXPECT_EQ(base["faults_injected"].value("F2", 0), 0);
+    EXPECT_EQ(report(unused)["final_state_hash"], base["final_state_hash"]);
+    const nlohmann::json r = report(failing);
+    EXPECT_GT(r["offloads"].get<int>(), 0);
+    EXPECT_EQ(r["faults_injected"].value("F2", 0), r["offloads"].get<int>()) << "every offload fails on the failing disk";
+    EXPECT_EQ(r["loads"].get<int>(), 0);
+    EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
+}
+
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
 // a counterexample (an expectation that invariants are violated) exits 1 and reports each of
 // them; a false-positive regression (only invariants that must hold) replays cleanly, exit 0.
