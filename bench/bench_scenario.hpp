@@ -28,11 +28,11 @@ inline sim::Scenario bench_scenario(const std::string& trace) {
     s.decode_ms_per_token = 20;
     s.validate_gap_us = 50;
     s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
-    s.faults = {{sim::FaultClass::F2, 20'000, {}, {}, 1, 0},
-                {sim::FaultClass::F3, 20'000, {}, {}, 1, 0},
-                {sim::FaultClass::F4, 50'000, {}, {}, 1, 40'000},
-                {sim::FaultClass::F6, 20'000, {}, {}, 1, 0},
-                {sim::FaultClass::F11, 20'000, {}, {}, 1, 0}};
+    s.faults = {{.fault = sim::FaultClass::F2, .rate_ppm = 20'000},
+                {.fault = sim::FaultClass::F3, .rate_ppm = 20'000},
+                {.fault = sim::FaultClass::F4, .rate_ppm = 50'000, .extra_latency_us = 40'000},
+                {.fault = sim::FaultClass::F6, .rate_ppm = 20'000},
+                {.fault = sim::FaultClass::F11, .rate_ppm = 20'000}};
     return s;
 }
 
