@@ -15,9 +15,10 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
     for (const FaultSpec& f : scenario.faults) {
         auto& rate = rate_ppm_[static_cast<std::size_t>(f.fault)];
         rate = std::min<std::uint32_t>(1'000'000, rate + f.rate_ppm);
+        if (f.rate_ppm > 0) rate_entries_[static_cast<std::size_t>(f.fault)].emplace_back(f.rate_ppm, f.action);
         if (f.fault == FaultClass::F4) late_ns_ = f.extra_latency_us * 1000;
         if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
-        if (f.at_request) aimed_.push_back({*f.at_request, f.fault, f.count});
+        if (f.at_request) aimed_.push_back({*f.at_request, f.fault, f.action, f.count});
     }
 }
 
@@ -37,28 +38,47 @@ std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) con
 }
 
 // A firing aimed at the request in slot `request` (kNone: an opportunity of no request).
-bool FaultInjector::aimed_at(FaultClass fault, std::uint32_t request) {
-    if (aimed_.empty() || request == kNone) return false;
+std::optional<FaultAction> FaultInjector::aimed_at(FaultClass fault, std::uint32_t request) {
+    if (aimed_.empty() || request == kNone) return std::nullopt;
     const std::uint32_t uid = world_.requests[request].spec->uid;
     for (Aimed& a : aimed_)
         if (a.fault == fault && a.uid == uid && a.left > 0) {
             --a.left;
-            return true;
+            return a.action;
         }
-    return false;
+    return std::nullopt;
 }
 
-// Whether the fault fires at this opportunity: a firing aimed at its request, an armed one, or
-// the rate (the only one that draws, so aimed and armed firings leave the random stream alone).
-bool FaultInjector::roll(FaultClass fault, std::uint32_t request) {
-    if (aimed_at(fault, request)) return true;
+// The action of a rate firing: that of the class's rate entries, or, when they name different
+// ones, one drawn in proportion to their rates (the only case that draws for it).
+FaultAction FaultInjector::rate_action(FaultClass fault) {
+    const auto& entries = rate_entries_[static_cast<std::size_t>(fault)];
+    const bool mixed = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.second != entries.front().second; });
+    if (!mixed) return entries.empty() ? FaultAction::usual : entries.front().second;
+    std::uint64_t total = 0;
+    for (const auto& e : entries) total += e.first;
+    std::uint64_t pick = rng_.below(total);
+    for (const auto& e : entries) {
+        if (pick < e.first) return e.second;
+        pick -= e.first;
+    }
+    return entries.back().second;
+}
+
+// Whether the fault fires at this opportunity, and how: a firing aimed at its request, an armed
+// one, or the rate (the only one that draws, so aimed and armed firings leave the random stream
+// alone).
+std::optional<FaultAction> FaultInjector::roll(FaultClass fault, std::uint32_t request) {
+    if (const std::optional<FaultAction> aimed = aimed_at(fault, request)) return aimed;
     auto& armed = armed_[static_cast<std::size_t>(fault)];
-    if (armed > 0) {
-        --armed;
-        return true;
+    if (!armed.empty()) {
+        const FaultAction action = armed.front();
+        armed.erase(armed.begin());
+        return action;
     }
     const std::uint32_t rate = rate_ppm_[static_cast<std::size_t>(fault)];
-    return rate > 0 && rng_.chance_ppm(rate);
+    if (rate > 0 && rng_.chance_ppm(rate)) return rate_action(fault);
+    return std::nullopt;
 }
 
 // The coldest segment of `form` the fault can still act on (one already damaged is skipped).
@@ -68,21 +88,27 @@ void FaultInjector::first_enabled(StepKind kind, Form form, FaultClass fault, co
             if (world_.segments[id].form == form && inject({kind, id, 0}, fault)) return;
 }
 
-void FaultInjector::global(FaultClass fault, const Inject& inject) {
+void FaultInjector::global(FaultClass fault, FaultAction action, const Inject& inject) {
     switch (fault) {
         case FaultClass::F1: first_enabled(StepKind::interrupt_eviction, Form::compressed_kv, fault, inject); break;
         case FaultClass::F3: first_enabled(StepKind::skew_index, Form::indexer_state, fault, inject); break;
-        case FaultClass::F5:
-            // Alternate a weights change and a layout change of the first group.
-            if (version_changes_++ % 2 == 0) inject({StepKind::bump_model_version, 0, 0}, fault);
+        case FaultClass::F5: {
+            // Unless the entry names one: alternately a weights change and a layout change of the first group.
+            const bool weights = action == FaultAction::weights || (action == FaultAction::usual && version_changes_++ % 2 == 0);
+            if (weights) inject({StepKind::bump_model_version, 0, 0}, fault);
             else inject({StepKind::change_layout, model::primary_group(world_), 0}, fault);
             break;
-        case FaultClass::F10:
+        }
+        case FaultClass::F10: {
+            const StepKind kind = action == FaultAction::evict     ? StepKind::evict
+                                  : action == FaultAction::offload ? StepKind::offload
+                                                                   : StepKind::migrate;
             for (std::uint32_t head : world_.lru_head)
-                if (head != kNone && inject({StepKind::migrate, head, 0}, fault)) break;
+                if (head != kNone && inject({kind, head, 0}, fault)) break;
             break;
+        }
         case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, inject); break;
-        default: ++armed_[static_cast<std::size_t>(fault)]; break;  // waits for its next opportunity
+        default: armed_[static_cast<std::size_t>(fault)].push_back(action); break;  // waits for its next opportunity
     }
 }
 
@@ -90,10 +116,10 @@ void FaultInjector::fire_scheduled(std::uint32_t index, const Inject& inject) {
     Timed& t = scheduled_[index];
     if (t.left == 0) return;
     --t.left;
-    global(t.spec.fault, inject);
+    global(t.spec.fault, t.spec.action, inject);
 }
 
-void FaultInjector::aim(FaultClass fault, const std::vector<model::PlanEntry>& plan, const Inject& inject) {
+void FaultInjector::aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject) {
     // The first planned segment the fault can act on now (pinned ones are out of its reach).
     for (std::size_t i = 0; i < plan.size(); ++i) {
         const model::PlanEntry& e = plan[i];
@@ -118,7 +144,13 @@ void FaultInjector::aim(FaultClass fault, const std::vector<model::PlanEntry>& p
                 if (e.form == Form::swa_window && (!last || (alone && extent))) step = Step{StepKind::evict, e.segment, 0};
                 break;
             }
-            case FaultClass::F6: step = Step{StepKind::evict, e.segment, 0}; break;
+            case FaultClass::F6: {
+                const StepKind kind = action == FaultAction::offload   ? StepKind::offload
+                                      : action == FaultAction::migrate ? StepKind::migrate
+                                                                       : StepKind::evict;
+                step = Step{kind, e.segment, 0};
+                break;
+            }
             case FaultClass::F7:
                 if (e.form == Form::uncompressed_tail) step = Step{StepKind::evict, e.segment, 0};
                 break;
@@ -130,20 +162,21 @@ void FaultInjector::aim(FaultClass fault, const std::vector<model::PlanEntry>& p
 
 void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
     for (FaultClass f : {FaultClass::F1, FaultClass::F3, FaultClass::F8, FaultClass::F11}) {
-        if (!roll(f, request)) continue;
+        const std::optional<FaultAction> action = roll(f, request);
+        if (!action) continue;
         const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
-        aim(f, preview.plan, inject);
+        aim(f, *action, preview.plan, inject);
     }
-    if (roll(FaultClass::F5, request)) global(FaultClass::F5, inject);
+    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request)) global(FaultClass::F5, *action, inject);
 }
 
 void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {
     for (FaultClass f : {FaultClass::F6, FaultClass::F7})
-        if (roll(f, request)) aim(f, world_.requests[request].plan, inject);
+        if (const std::optional<FaultAction> action = roll(f, request)) aim(f, *action, world_.requests[request].plan, inject);
 }
 
 void FaultInjector::during_decode(std::uint32_t request, const Inject& inject) {
-    if (roll(FaultClass::F10, request)) global(FaultClass::F10, inject);
+    if (const std::optional<FaultAction> action = roll(FaultClass::F10, request)) global(FaultClass::F10, *action, inject);
 }
 
 StepKind FaultInjector::io_outcome(const model::IoOp& op) {

@@ -35,16 +35,20 @@ public:
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
 
 private:
-    bool roll(FaultClass fault, std::uint32_t request);
-    bool aimed_at(FaultClass fault, std::uint32_t request);
-    void aim(FaultClass fault, const std::vector<model::PlanEntry>& plan, const Inject& inject);
-    void global(FaultClass fault, const Inject& inject);
+    // Whether the fault fires at this opportunity, and with which action.
+    std::optional<FaultAction> roll(FaultClass fault, std::uint32_t request);
+    std::optional<FaultAction> aimed_at(FaultClass fault, std::uint32_t request);
+    FaultAction rate_action(FaultClass fault);
+    void aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
+    void global(FaultClass fault, FaultAction action, const Inject& inject);
     void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, const Inject& inject) const;
 
     const model::World& world_;
     Rng rng_;
     std::array<std::uint32_t, kFaultClassCount> rate_ppm_{};
-    std::array<std::uint32_t, kFaultClassCount> armed_{};  // one-shot firings waiting for their opportunity
+    // The rate entries of each class with their actions, to pick one when they differ.
+    std::array<std::vector<std::pair<std::uint32_t, FaultAction>>, kFaultClassCount> rate_entries_{};
+    std::array<std::vector<FaultAction>, kFaultClassCount> armed_{};  // one-shot firings waiting for their opportunity
     std::uint64_t late_ns_ = 50'000'000;
     std::uint32_t version_changes_ = 0;
     struct Timed {
@@ -55,6 +59,7 @@ private:
     struct Aimed {
         std::uint32_t uid;  // the request, in arrival order
         FaultClass fault;
+        FaultAction action;
         std::uint32_t left;
     };
     std::vector<Aimed> aimed_;  // firings that wait for one request's opportunities

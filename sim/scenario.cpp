@@ -176,6 +176,19 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         for (int k = 0; k < kFaultClassCount; ++k)
             if (name == fault_name(static_cast<FaultClass>(k))) spec.fault = static_cast<FaultClass>(k);
         spec.rate_ppm = static_cast<std::uint32_t>(f.unsigned_number("rate_ppm", 0, 0, 1'000'000));
+        // F5 says which change it makes; F6 and F10 what happens to the segment they hit.
+        if (f.raw("change") != nullptr) {
+            if (spec.fault != FaultClass::F5) problems.add(at + "/change", name + " makes no model change (only F5 takes \"change\")");
+            else spec.action = f.choice("change", "weights", {"weights", "layout"}) == "weights" ? FaultAction::weights : FaultAction::layout;
+        }
+        if (f.raw("action") != nullptr) {
+            if (spec.fault != FaultClass::F6 && spec.fault != FaultClass::F10) {
+                problems.add(at + "/action", name + " has no actions to choose from (only F6 and F10 take \"action\")");
+            } else {
+                const std::string action = f.choice("action", spec.fault == FaultClass::F6 ? "evict" : "migrate", {"evict", "offload", "migrate"});
+                spec.action = action == "evict" ? FaultAction::evict : action == "offload" ? FaultAction::offload : FaultAction::migrate;
+            }
+        }
         if (auto ms = f.optional_number("at_ms", 0, 1e12)) spec.at_ns = ms_to_ns(*ms);
         spec.at_event = f.optional_unsigned("at_event", 0, 1ULL << 48);
         if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
@@ -223,7 +236,8 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
         if (s.faults[i].at_request && s.trace_path.empty() && *s.faults[i].at_request >= s.requests.size())
             problems.add("/faults/" + std::to_string(i) + "/at_request",
                          what + "the workload has " + std::to_string(s.requests.size()) + " requests, numbered from 0");
-        const bool needs_transfer = fault == FaultClass::F2 || fault == FaultClass::F4 || fault == FaultClass::F9;
+        const bool needs_transfer = fault == FaultClass::F2 || fault == FaultClass::F4 || fault == FaultClass::F9 ||
+                                    s.faults[i].action == FaultAction::offload;
         if (needs_transfer && !transfers)
             problems.add(at, what + (s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") +
                                  ", so no transfer ever runs");

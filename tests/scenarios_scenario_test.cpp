@@ -559,6 +559,53 @@ TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
     EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
 }
 
+// Proves: "change" and "action" choose what F5, F6 and F10 do. F5 layout changes break VL2 under
+// no-layout-check and weights changes do not (the version check catches those); F6 migrating a
+// validated block breaks RL3 under no-revalidate; F10 offloading, not migrating, leaves blocks
+// registered but not resident for registered-is-resident to read. validated stays clean under
+// every action.
+TEST(FaultActions, ChangeAndActionChooseTheStep) {
+    const auto scenario = [](const std::string& file, const nlohmann::json& fault, const std::string& tag) {
+        const fs::path source = kSourceDir / "scenarios" / file;
+        nlohmann::json doc = read_json(source);
+        doc.erase("expect");
+        doc["faults"] = nlohmann::json::array({fault});
+        return relocated_copy(source, doc, tag);
+    };
+    const auto report = [](const fs::path& file, const std::string& policy) {
+        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const auto violations = [](const nlohmann::json& r, const char* name) { return r["invariant_violations"][name].get<int>(); };
+    const auto check_validated = [&](const fs::path& file, const char* fault) {
+        const nlohmann::json r = report(file, "validated");
+        EXPECT_GT(r["faults_injected"].value(fault, 0), 0) << file;
+        EXPECT_EQ(r["silent_corruptions"].get<int>(), 0) << file;
+    };
+    const std::string f5 = "fault-f5-version-change.json";
+    const fs::path layout = scenario(f5, {{"fault", "F5"}, {"rate_ppm", 20000}, {"change", "layout"}}, "f5-layout");
+    const fs::path weights = scenario(f5, {{"fault", "F5"}, {"rate_ppm", 20000}, {"change", "weights"}}, "f5-weights");
+    EXPECT_GT(violations(report(layout, "no-layout-check"), "VL2_layout"), 0);
+    EXPECT_EQ(violations(report(weights, "no-layout-check"), "VL2_layout"), 0);
+    check_validated(layout, "F5");
+    check_validated(weights, "F5");
+
+    const std::string f6 = "fault-f6-evict-before-read.json";
+    const fs::path migrate6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "migrate"}}, "f6-migrate");
+    const fs::path offload6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "offload"}}, "f6-offload");
+    EXPECT_GT(violations(report(migrate6, "no-revalidate"), "RL3_toctou"), 0);
+    check_validated(migrate6, "F6");
+    check_validated(offload6, "F6");
+
+    const std::string f10 = "fault-f10-migration-under-graph.json";
+    const fs::path offload10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}, {"action", "offload"}}, "f10-offload");
+    const fs::path migrate10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}}, "f10-migrate");
+    EXPECT_GT(violations(report(offload10, "registered-is-resident"), "FM5_resident"), 0);
+    EXPECT_EQ(violations(report(migrate10, "registered-is-resident"), "FM5_resident"), 0);
+    check_validated(offload10, "F10");
+}
+
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
 // a counterexample (an expectation that invariants are violated) exits 1 and reports each of
 // them; a false-positive regression (only invariants that must hold) replays cleanly, exit 0.
