@@ -261,7 +261,7 @@ private:
         if (!op.live) return;
         StepKind kind = faults_.io_outcome(op);
         // A tier's own failures, from a stream of their own (runs without them draw nothing).
-        if (kind == StepKind::io_complete && op_id < io_tier_.size()) {
+        if (tier_failures_ && kind == StepKind::io_complete && op_id < io_tier_.size()) {
             const TierConfig& tier = io_tier_[op_id] == 0 ? s_.host : s_.disk;
             if (tier.failure_ppm > 0 && tier_rng_.chance_ppm(tier.failure_ppm)) kind = StepKind::io_fail;
         }

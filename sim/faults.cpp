@@ -20,6 +20,8 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
         if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
         if (f.at_request) aimed_.push_back({*f.at_request, f.fault, f.action, f.count});
     }
+    for (std::size_t k = 0; k < rate_entries_.size(); ++k)
+        for (const auto& entry : rate_entries_[k]) rate_mixed_[k] = rate_mixed_[k] || entry.second != rate_entries_[k].front().second;
 }
 
 void FaultInjector::schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at) {
@@ -39,7 +41,7 @@ std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) con
 
 // A firing aimed at the request in slot `request` (kNone: an opportunity of no request).
 std::optional<FaultAction> FaultInjector::aimed_at(FaultClass fault, std::uint32_t request) {
-    if (aimed_.empty() || request == kNone) return std::nullopt;
+    if (request == kNone) return std::nullopt;
     const std::uint32_t uid = world_.requests[request].spec->uid;
     for (Aimed& a : aimed_)
         if (a.fault == fault && a.uid == uid && a.left > 0) {
@@ -49,12 +51,10 @@ std::optional<FaultAction> FaultInjector::aimed_at(FaultClass fault, std::uint32
     return std::nullopt;
 }
 
-// The action of a rate firing: that of the class's rate entries, or, when they name different
-// ones, one drawn in proportion to their rates (the only case that draws for it).
+// The action of a rate firing when the class's rate entries name different ones: one drawn in
+// proportion to their rates (the only case that draws for it).
 FaultAction FaultInjector::rate_action(FaultClass fault) {
     const auto& entries = rate_entries_[static_cast<std::size_t>(fault)];
-    const bool mixed = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.second != entries.front().second; });
-    if (!mixed) return entries.empty() ? FaultAction::usual : entries.front().second;
     std::uint64_t total = 0;
     for (const auto& e : entries) total += e.first;
     std::uint64_t pick = rng_.below(total);
@@ -65,20 +65,16 @@ FaultAction FaultInjector::rate_action(FaultClass fault) {
     return entries.back().second;
 }
 
-// Whether the fault fires at this opportunity, and how: a firing aimed at its request, an armed
-// one, or the rate (the only one that draws, so aimed and armed firings leave the random stream
-// alone).
-std::optional<FaultAction> FaultInjector::roll(FaultClass fault, std::uint32_t request) {
+// roll() when firings are aimed or armed: those first, else the rate.
+std::optional<FaultAction> FaultInjector::roll_held(FaultClass fault, std::uint32_t request) {
+    const auto k = static_cast<std::size_t>(fault);
     if (const std::optional<FaultAction> aimed = aimed_at(fault, request)) return aimed;
-    auto& armed = armed_[static_cast<std::size_t>(fault)];
-    if (!armed.empty()) {
-        const FaultAction action = armed.front();
-        armed.erase(armed.begin());
+    if (!armed_[k].empty()) {
+        const FaultAction action = armed_[k].front();
+        armed_[k].erase(armed_[k].begin());
         return action;
     }
-    const std::uint32_t rate = rate_ppm_[static_cast<std::size_t>(fault)];
-    if (rate > 0 && rng_.chance_ppm(rate)) return rate_action(fault);
-    return std::nullopt;
+    return roll_rate(fault);
 }
 
 // The coldest segment of `form` the fault can still act on (one already damaged is skipped).

@@ -35,8 +35,20 @@ public:
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
 
 private:
-    // Whether the fault fires at this opportunity, and with which action.
-    std::optional<FaultAction> roll(FaultClass fault, std::uint32_t request);
+    // Whether the fault fires at this opportunity, and how: a firing aimed at its request, an
+    // armed one, or the rate (the only one that draws, so aimed and armed firings leave the
+    // random stream alone). Inline for the usual case, a rate alone: it runs at every transfer.
+    std::optional<FaultAction> roll(FaultClass fault, std::uint32_t request) {
+        const auto k = static_cast<std::size_t>(fault);
+        if (!aimed_.empty() || !armed_[k].empty()) return roll_held(fault, request);
+        return roll_rate(fault);
+    }
+    std::optional<FaultAction> roll_rate(FaultClass fault) {
+        const auto k = static_cast<std::size_t>(fault);
+        if (rate_ppm_[k] == 0 || !rng_.chance_ppm(rate_ppm_[k])) return std::nullopt;
+        return rate_mixed_[k] ? rate_action(fault) : rate_entries_[k].front().second;
+    }
+    std::optional<FaultAction> roll_held(FaultClass fault, std::uint32_t request);
     std::optional<FaultAction> aimed_at(FaultClass fault, std::uint32_t request);
     FaultAction rate_action(FaultClass fault);
     void aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
@@ -48,6 +60,7 @@ private:
     std::array<std::uint32_t, kFaultClassCount> rate_ppm_{};
     // The rate entries of each class with their actions, to pick one when they differ.
     std::array<std::vector<std::pair<std::uint32_t, FaultAction>>, kFaultClassCount> rate_entries_{};
+    std::array<bool, kFaultClassCount> rate_mixed_{};  // the class's rate entries name different actions
     std::array<std::vector<FaultAction>, kFaultClassCount> armed_{};  // one-shot firings waiting for their opportunity
     std::uint64_t late_ns_ = 50'000'000;
     std::uint32_t version_changes_ = 0;
