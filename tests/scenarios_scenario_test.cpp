@@ -24,12 +24,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_fixtures.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
-
-const fs::path kSourceDir = KVCHECK_SOURCE_DIR;
-const std::string kBinary = KVCHECK_BINARY;
 
 // Expectations under these (file, policy) pairs are not caused by the file's fault alone, so the
 // "damage disappears without the fault" test leaves them out; docs/scenarios.md says why.
@@ -40,90 +39,6 @@ const std::set<std::pair<std::string, std::string>> kNotFaultSpecific = {
     {"fault-f4-late-io", "registered-is-resident"},
     {"fault-f10-migration-under-graph", "no-graph-guard"},
 };
-
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-nlohmann::json read_json(const fs::path& path) { return nlohmann::json::parse(read_text(path)); }
-
-// One scratch folder per test process, emptied when the process ends.
-const fs::path& scratch_root() {
-    static const fs::path root = [] {
-        fs::path dir = fs::temp_directory_path() / ("kvcheck-scenario-test-" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-        return dir;
-    }();
-    return root;
-}
-
-struct ScratchCleanup {
-    ~ScratchCleanup() {
-        std::error_code ec;
-        fs::remove_all(fs::temp_directory_path() / ("kvcheck-scenario-test-" + std::to_string(::getpid())), ec);
-    }
-} scratch_cleanup;
-
-fs::path scratch(const std::string& name) {
-    const fs::path dir = scratch_root() / name;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
-struct Outcome {
-    int code = -1;  // exit code; -1 when the process did not exit normally
-    std::string out;
-    std::string err;
-    std::string command;
-    std::string all() const { return "$ " + command + "\n--- stdout\n" + out + "--- stderr\n" + err; }
-};
-
-// Runs kvcheck with `args` in the source folder (so relative scenario paths work).
-Outcome kvcheck(const std::vector<std::string>& args) {
-    static int counter = 0;
-    const fs::path dir = scratch("run-" + std::to_string(counter++));
-    const std::string out_path = (dir / "stdout").string();
-    const std::string err_path = (dir / "stderr").string();
-    std::vector<std::string> owned = {kBinary};
-    owned.insert(owned.end(), args.begin(), args.end());
-    Outcome o;
-    for (const std::string& a : owned) o.command += (o.command.empty() ? "" : " ") + a;
-    std::vector<char*> argv;
-    for (std::string& a : owned) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const std::string cwd = kSourceDir.string();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (out_fd < 0 || err_fd < 0 || ::chdir(cwd.c_str()) != 0) ::_exit(126);
-        ::dup2(out_fd, 1);
-        ::dup2(err_fd, 2);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    if (pid < 0) return o;
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = read_text(out_path);
-    o.err = read_text(err_path);
-    return o;
-}
-
-// The trace a scenario names, resolved like the loader does; nullopt when it names none.
-std::optional<fs::path> trace_of(const fs::path& file, const nlohmann::json& doc) {
-    if (!doc.contains("workload") || !doc["workload"].contains("trace")) return std::nullopt;
-    return (file.parent_path() / doc["workload"]["trace"].get<std::string>()).lexically_normal();
-}
 
 // A message when the scenario replays a public trace that tools/fetch-traces has not fetched.
 std::optional<std::string> missing_public_trace(const fs::path& file, const nlohmann::json& doc) {
@@ -151,14 +66,6 @@ std::vector<fs::path> scenario_files(const fs::path& folder) {
 }
 
 std::string repo_path(const fs::path& file) { return fs::relative(file, kSourceDir).string(); }
-
-// A copy of a scenario in the scratch folder, with its trace path made absolute so it still loads.
-fs::path relocated_copy(const fs::path& file, nlohmann::json doc, const std::string& name) {
-    if (const std::optional<fs::path> trace = trace_of(file, doc)) doc["workload"]["trace"] = trace->string();
-    const fs::path copy = scratch(name) / file.filename();
-    write_text(copy, doc.dump(2));
-    return copy;
-}
 
 // `kvcheck compare` of the Mooncake scenario, run once per test process and shared.
 const fs::path kMooncake = kSourceDir / "scenarios" / "mooncake-conversation.json";
@@ -425,185 +332,6 @@ TEST(ScenarioSuite, FailingExpectationExitsOneWithReproduceLine) {
     ASSERT_EQ(args, (std::vector<std::string>{"run", copy.string(), "--policy", "validated", "--seed", "5"}));
     const Outcome again = kvcheck(args);
     EXPECT_EQ(again.code, 1) << again.all();
-}
-
-// Proves: `run --expected-policies` judges every policy the expect block names, not only the
-// scenario's own: a naive expectation that cannot hold passes a plain run (exit 0) and fails this
-// one (exit 1) with a FAIL line and a reproduce command for that policy, one JUnit case per
-// scenario and policy, and each policy's outputs in a subfolder with a manifest in run order.
-TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
-    nlohmann::json doc = read_json(source);
-    ASSERT_TRUE(doc["expect"].contains("naive") && doc["expect"].contains("no-revalidate"));
-    doc["expect"]["naive"] = {{"silent_corruptions", {{"max", 0}}}};  // naive corrupts under F6
-    const fs::path copy = relocated_copy(source, doc, "expected-policies");
-    const std::string name = copy.stem().string();
-    const Outcome plain = kvcheck({"run", copy.string(), "--quiet"});
-    EXPECT_EQ(plain.code, 0) << plain.all();
-
-    const fs::path out = scratch("expected-policies-out");
-    const fs::path xml = scratch("expected-policies-junit") / "junit.xml";
-    const Outcome o = kvcheck({"run", copy.string(), "--expected-policies", "--quiet", "--out", out.string(), "--junit", xml.string()});
-    ASSERT_EQ(o.code, 1) << o.all();
-    EXPECT_NE(o.out.find("FAIL " + name + "[naive]: silent_corruptions = "), std::string::npos) << o.all();
-    EXPECT_NE(o.out.find(", expected at most 0\n"), std::string::npos) << o.all();
-    EXPECT_NE(o.out.find("reproduce: kvcheck run " + copy.string() + " --policy naive --seed "), std::string::npos) << o.all();
-    EXPECT_NE(o.out.find("2 passed, 1 failed"), std::string::npos) << o.all();
-    const std::string junit = read_text(xml);
-    for (const std::string policy : {"validated", "naive", "no-revalidate"}) {
-        EXPECT_NE(junit.find("name=\"" + name + "[" + policy + "]\""), std::string::npos) << junit;
-        EXPECT_EQ(read_json(out / policy / "report.json")["policy"], policy);
-    }
-    EXPECT_NE(junit.find("tests=\"3\" failures=\"1\""), std::string::npos) << junit;
-    EXPECT_EQ(read_json(out / "compare.json")["policies"], (nlohmann::json{"validated", "naive", "no-revalidate"}));
-    EXPECT_FALSE(fs::exists(out / "report.json"));
-
-    // In a folder each scenario gets a folder of its own, laid out the same.
-    const fs::path suite_out = scratch("expected-policies-suite");
-    const Outcome suite = kvcheck({"run", copy.parent_path().string(), "--expected-policies", "--quiet", "--out", suite_out.string()});
-    EXPECT_EQ(suite.code, 1) << suite.all();
-    EXPECT_EQ(read_json(suite_out / name / "naive" / "report.json")["policy"], "naive");
-    EXPECT_EQ(read_json(suite_out / name / "compare.json")["policies"].size(), 3u);
-
-    // A policy of its own cannot be combined with it: that is a plain run.
-    const Outcome both = kvcheck({"run", copy.string(), "--expected-policies", "--policy", "naive"});
-    EXPECT_EQ(both.code, 2) << both.all();
-}
-
-// Proves: a fault with `at_request` fires at that request's opportunity and nowhere else: F6
-// aimed at request 40 of the F6 scenario's trace is injected once; validated revalidates and stays
-// clean; no-revalidate, which reads nothing wrong without the fault, corrupts request 40's read.
-TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
-    nlohmann::json doc = read_json(source);
-    doc["expect"] = nlohmann::json::object();
-    doc["faults"] = nlohmann::json::array({{{"fault", "F6"}, {"at_request", 40}}});
-    const fs::path aimed = relocated_copy(source, doc, "at-request");
-    doc["faults"] = nlohmann::json::array();
-    const fs::path none = relocated_copy(source, doc, "at-request-none");
-    const auto report = [](const fs::path& file, const std::string& policy) {
-        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
-        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
-        return nlohmann::json::parse(o.out);
-    };
-    const nlohmann::json validated = report(aimed, "validated");
-    EXPECT_EQ(validated["faults_injected"].value("F6", 0), 1) << validated["faults_injected"];
-    EXPECT_GE(validated["stale_revalidations"].get<int>(), 1);
-    EXPECT_EQ(validated["silent_corruptions"].get<int>(), 0);
-    EXPECT_EQ(report(none, "no-revalidate")["silent_corruptions"].get<int>(), 0);
-    const nlohmann::json broken = report(aimed, "no-revalidate");
-    EXPECT_EQ(broken["faults_injected"].value("F6", 0), 1);
-    bool request_40 = false;
-    for (const auto& c : broken["corruption_examples"]) request_40 = request_40 || c["request"] == 40;
-    EXPECT_TRUE(request_40) << broken["corruption_examples"].dump(2);
-}
-
-// Proves: a run that fails by violating an invariant leaves DIR/counterexample.json, a scenario
-// with the workload shrunk to a few inline requests that still violates it: it loads, replays
-// with exit 1 and the same invariant, is the same bytes on a second run, and a later clean run
-// into the folder removes it.
-TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
-    const fs::path out = scratch("shrunk");
-    const Outcome o = kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"});
-    ASSERT_EQ(o.code, 1) << o.all();
-    EXPECT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
-    const std::string first = read_text(out / "counterexample.json");
-    const nlohmann::json doc = nlohmann::json::parse(first);
-    EXPECT_EQ(doc["policy"], "no-pin");
-    EXPECT_FALSE(doc.contains("expect"));
-    EXPECT_FALSE(doc["workload"].contains("trace"));
-    const std::size_t requests = doc["workload"]["requests"].size();
-    EXPECT_GE(requests, 1u);
-    EXPECT_LE(requests, 10u) << "the F6 scenario's 400 requests should shrink to a handful";
-    const Outcome replay = kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
-    EXPECT_EQ(replay.code, 1) << replay.all();
-    const nlohmann::json report = nlohmann::json::parse(replay.out);
-    EXPECT_GT(report["invariant_violations"]["OR1_ground_truth"].get<int>(), 0) << replay.all();
-    EXPECT_EQ(report["requests"].get<std::size_t>(), requests);
-
-    ASSERT_EQ(kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"}).code, 1);
-    EXPECT_EQ(read_text(out / "counterexample.json"), first) << "shrinking is deterministic";
-    ASSERT_EQ(kvcheck({"run", source.string(), "--out", out.string(), "--quiet"}).code, 0);
-    EXPECT_FALSE(fs::exists(out / "counterexample.json")) << "a clean run leaves no counterexample of an earlier one";
-}
-
-// Proves: a tier's failure_ppm fails transfers on that tier, counted as F2: with no host capacity
-// every transfer runs on the disk tier, so a disk that always fails fails every offload and
-// nothing is ever loaded back; validated stays clean; a failing host tier that is never used
-// changes nothing (the same final state as without the key).
-TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
-    const fs::path source = kSourceDir / "scenarios" / "quickstart.json";
-    nlohmann::json doc = read_json(source);
-    doc["faults"] = nlohmann::json::array();
-    doc.erase("expect");
-    doc["storage"]["host"]["capacity_bytes"] = 0;
-    const fs::path plain = relocated_copy(source, doc, "tiers-plain");
-    doc["storage"]["host"]["failure_ppm"] = 1000000;  // never used: no capacity
-    const fs::path unused = relocated_copy(source, doc, "tiers-unused");
-    doc["storage"]["disk"]["failure_ppm"] = 1000000;
-    const fs::path failing = relocated_copy(source, doc, "tiers-failing");
-    const auto report = [](const fs::path& file) {
-        const Outcome o = kvcheck({"run", file.string(), "--json", "--quiet"});
-        EXPECT_EQ(o.code, 0) << o.all();
-        return nlohmann::json::parse(o.out);
-    };
-    const nlohmann::json base = report(plain);
-    ASSERT_GT(base["offloads"].get<int>(), 0);
-    EXPECT_EQ(base["faults_injected"].value("F2", 0), 0);
-    EXPECT_EQ(report(unused)["final_state_hash"], base["final_state_hash"]);
-    const nlohmann::json r = report(failing);
-    EXPECT_GT(r["offloads"].get<int>(), 0);
-    EXPECT_EQ(r["faults_injected"].value("F2", 0), r["offloads"].get<int>()) << "every offload fails on the failing disk";
-    EXPECT_EQ(r["loads"].get<int>(), 0);
-    EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
-}
-
-// Proves: "change" and "action" choose what F5, F6 and F10 do. F5 layout changes break VL2 under
-// no-layout-check and weights changes do not (the version check catches those); F6 migrating a
-// validated block breaks RL3 under no-revalidate; F10 offloading, not migrating, leaves blocks
-// registered but not resident for registered-is-resident to read. validated stays clean under
-// every action.
-TEST(FaultActions, ChangeAndActionChooseTheStep) {
-    const auto scenario = [](const std::string& file, const nlohmann::json& fault, const std::string& tag) {
-        const fs::path source = kSourceDir / "scenarios" / file;
-        nlohmann::json doc = read_json(source);
-        doc.erase("expect");
-        doc["faults"] = nlohmann::json::array({fault});
-        return relocated_copy(source, doc, tag);
-    };
-    const auto report = [](const fs::path& file, const std::string& policy) {
-        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
-        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
-        return nlohmann::json::parse(o.out);
-    };
-    const auto violations = [](const nlohmann::json& r, const char* name) { return r["invariant_violations"][name].get<int>(); };
-    const auto check_validated = [&](const fs::path& file, const char* fault) {
-        const nlohmann::json r = report(file, "validated");
-        EXPECT_GT(r["faults_injected"].value(fault, 0), 0) << file;
-        EXPECT_EQ(r["silent_corruptions"].get<int>(), 0) << file;
-    };
-    const std::string f5 = "fault-f5-version-change.json";
-    const fs::path layout = scenario(f5, {{"fault", "F5"}, {"rate_ppm", 20000}, {"change", "layout"}}, "f5-layout");
-    const fs::path weights = scenario(f5, {{"fault", "F5"}, {"rate_ppm", 20000}, {"change", "weights"}}, "f5-weights");
-    EXPECT_GT(violations(report(layout, "no-layout-check"), "VL2_layout"), 0);
-    EXPECT_EQ(violations(report(weights, "no-layout-check"), "VL2_layout"), 0);
-    check_validated(layout, "F5");
-    check_validated(weights, "F5");
-
-    const std::string f6 = "fault-f6-evict-before-read.json";
-    const fs::path migrate6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "migrate"}}, "f6-migrate");
-    const fs::path offload6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "offload"}}, "f6-offload");
-    EXPECT_GT(violations(report(migrate6, "no-revalidate"), "RL3_toctou"), 0);
-    check_validated(migrate6, "F6");
-    check_validated(offload6, "F6");
-
-    const std::string f10 = "fault-f10-migration-under-graph.json";
-    const fs::path offload10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}, {"action", "offload"}}, "f10-offload");
-    const fs::path migrate10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}}, "f10-migrate");
-    EXPECT_GT(violations(report(offload10, "registered-is-resident"), "FM5_resident"), 0);
-    EXPECT_EQ(violations(report(migrate10, "registered-is-resident"), "FM5_resident"), 0);
-    check_validated(offload10, "F10");
 }
 
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
