@@ -407,3 +407,32 @@ TEST(CommonFlags, EveryCommandTakesVersion) {
         EXPECT_EQ(c.output, top.output) << command;
     }
 }
+
+// Proves: `--out DIR` of replay and mutants writes the document --json prints (minus the run's
+// own timings) to DIR/replay.json and DIR/mutants.json, and a bad --out exits 2 before any work,
+// bench included.
+TEST_F(OutputSafety, ReplayMutantsAndBenchWriteTheirResultToOut) {
+    const auto without_seconds = [](nlohmann::json rows) {
+        for (auto& row : rows) row.erase("seconds");
+        return rows;
+    };
+    const Cli mutants = kvcheck("mutants --scope small --policy no-pin --quiet --json --out " + at("m"));
+    ASSERT_EQ(mutants.code, 0) << mutants.output;
+    const nlohmann::json written = nlohmann::json::parse(slurp(at("m/mutants.json")));
+    EXPECT_EQ(without_seconds(written), without_seconds(nlohmann::json::parse(mutants.output.substr(mutants.output.find('[')))));
+    ASSERT_EQ(written.size(), 1u);
+    EXPECT_EQ(written[0]["policy"], "no-pin");
+
+    ASSERT_EQ(kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --quiet --export-schedules " + at("s")).code, 0);
+    const Cli replay = kvcheck("replay " + at("s") + " --limit 3 --json --out " + at("r"));
+    ASSERT_EQ(replay.code, 0) << replay.output;
+    EXPECT_EQ(nlohmann::json::parse(slurp(at("r/replay.json"))), nlohmann::json::parse(replay.output));
+
+    std::ofstream(at("file")) << "x";
+    for (const std::string& command : {"replay " + at("s") + " --out " + at("file"), "mutants --scope small --out " + at("file"),
+                                       "bench --out " + at("file")}) {
+        const Cli refused = kvcheck(command);
+        EXPECT_EQ(refused.code, 2) << command << "\n" << refused.output;
+        EXPECT_NE(refused.output.find("expected an output folder"), std::string::npos) << refused.output;
+    }
+}

@@ -320,8 +320,12 @@ void register_bench(CLI::App& app, Common& common) {
     cmd->add_option("--explore-seconds", a->explore_seconds, "Seconds of exploration of the reference scope (default 3; the pin-epoch scope is explored to the end)")
         ->check(CLI::Range(0.1, 3600.0));
     cmd->add_flag("--json", a->json, "Print the figures as JSON");
-    cmd->callback([a, &common] {
+    auto out = std::make_shared<std::string>();
+    cmd->add_option("--out", *out, "Also write the figures (the --json document) to DIR/bench.json");
+    cmd->callback([a, out, &common] {
+        require_result_file(*out, "bench.json");
         const nlohmann::json j = run_bench(*a);
+        write_result_file(*out, "bench.json", j);
         if (a->json) std::cout << j.dump(2) << "\n";
         else print_text(j);
         common.exit_code = 0;

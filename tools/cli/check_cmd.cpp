@@ -95,6 +95,18 @@ std::string shell_word(const std::string& word) {
     return quoted + "'";
 }
 
+void require_result_file(const std::string& dir, const std::string& name) {
+    if (dir.empty()) return;
+    sim::require_output_folder(dir);
+    sim::require_output_file(dir + "/" + name);
+}
+
+void write_result_file(const std::string& dir, const std::string& name, const nlohmann::json& doc) {
+    if (dir.empty()) return;
+    sim::ensure_directory(dir);
+    sim::write_file_atomic(dir + "/" + name, doc.dump(2) + "\n");
+}
+
 sim::Scope scope_or_throw(const std::string& name) {
     for (const std::string& known : sim::scope_names())
         if (known == name) return sim::named_scope(name);

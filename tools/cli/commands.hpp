@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/check/scope.hpp"
 
 namespace kvcheck::cli {
@@ -36,5 +38,10 @@ std::string scope_help();
 // `word` as a shell would read it back: unchanged when plain, single-quoted otherwise (printed
 // reproduce and continue lines name user paths).
 std::string shell_word(const std::string& word);
+
+// `--out DIR` of a command whose result is one JSON document (what --json prints): checked before
+// any work (InputError when DIR or DIR/NAME cannot take it), written atomically at the end.
+void require_result_file(const std::string& dir, const std::string& name);
+void write_result_file(const std::string& dir, const std::string& name, const nlohmann::json& doc);
 
 }  // namespace kvcheck::cli

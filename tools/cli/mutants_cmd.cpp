@@ -35,12 +35,15 @@ void register_mutants(CLI::App& app, Common& common) {
     cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here, named POLICY.json (SCOPE-POLICY.json outside the reference scope); files of policies not detected in this run are kept");
     cmd->add_flag("--json", *json, "Print a JSON list of {policy, detected, invariant, counterexample_steps, seconds}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
+    auto out = std::make_shared<std::string>();
+    cmd->add_option("--out", *out, "Also write the results (the --json list) to DIR/mutants.json");
     cmd->callback([=, &common] {
         if (!only->empty() && model::find_policy(*only) == nullptr)
             throw sim::InputError("", "--policy", "unknown policy \"" + *only + "\" (known: " + model::policy_names() + ")");
         const std::optional<sim::Reduction> chosen = sim::reduction_from_name(*reduction);
         if (!chosen) throw sim::InputError("", "--reduction", "unknown reduction \"" + *reduction + "\" (known: none, symmetry)");
         const sim::Scope scope = scope_or_throw(*scope_name);
+        require_result_file(*out, "mutants.json");
         const auto regress_file = [&](const std::string& policy) {
             return *regress + "/" + (*scope_name == "reference" ? "" : *scope_name + "-") + policy + ".json";
         };
@@ -99,6 +102,7 @@ void register_mutants(CLI::App& app, Common& common) {
                 sim::write_file_atomic(regress_file(p.name), doc.dump(2) + "\n");
             }
         }
+        write_result_file(*out, "mutants.json", rows);
         if (*json)
             std::cout << rows.dump(2) << "\n";
         else {

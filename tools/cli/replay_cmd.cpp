@@ -26,6 +26,7 @@ struct ReplayOptions {
     std::string path;
     std::string backend = "cpu";
     bool json = false;
+    std::string out;  // write replay.json here too
     int limit = -1;
     int jobs = -1;  // -1: 2 on the CPU backend, 1 on CUDA
 };
@@ -98,6 +99,7 @@ int run_replay(const ReplayOptions& options) {
     std::string why;
     const std::unique_ptr<replay::Backend> backend = replay::make_backend(options.backend, why);
     if (!backend) throw sim::InputError("", "--backend", options.backend + ": " + why);
+    require_result_file(options.out, "replay.json");
     std::vector<std::string> files = schedule_files(options.path);
     if (options.limit >= 0 && files.size() > static_cast<std::size_t>(options.limit))
         files.resize(static_cast<std::size_t>(options.limit));
@@ -107,6 +109,7 @@ int run_replay(const ReplayOptions& options) {
     // The CUDA backend already runs each step in parallel and its sessions share one device.
     const int jobs = options.jobs > 0 ? options.jobs : options.backend == "cpu" ? 2 : 1;
     const replay::Summary summary = replay::summarize(replay_all(schedules, *backend, jobs));
+    write_result_file(options.out, "replay.json", replay::summary_json(summary, backend->name()));
     if (options.json) std::cout << replay::summary_json(summary, backend->name()).dump(2) << "\n";
     else print_table(summary, options.backend);
     if (summary.oracle_agrees()) return 0;
@@ -127,6 +130,7 @@ void register_replay(CLI::App& app, Common& common) {
     cmd->add_option("DIR", options->path, "Folder of *.json schedules (or one schedule file)")->required();
     cmd->add_option("--backend", options->backend, "cpu (fp32 reference, the default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_flag("--json", options->json, "Print the summary as JSON");
+    cmd->add_option("--out", options->out, "Also write the summary (the --json document) to DIR/replay.json");
     cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order (default: all)")
         ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     cmd->add_option("--jobs", options->jobs, "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
