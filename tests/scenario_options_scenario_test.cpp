@@ -108,6 +108,13 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     EXPECT_EQ(read_text(out / "counterexample.json"), first) << "shrinking is deterministic";
     ASSERT_EQ(kvcheck({"run", source.string(), "--out", out.string(), "--quiet"}).code, 0);
     EXPECT_FALSE(fs::exists(out / "counterexample.json")) << "a clean run leaves no counterexample of an earlier one";
+
+    // compare --out: each failing policy's folder gets its own, the same as run writes.
+    const fs::path both = scratch("shrunk-compare");
+    const Outcome c = kvcheck({"compare", source.string(), "--policies", "validated,no-pin", "--out", both.string(), "--quiet"});
+    ASSERT_EQ(c.code, 1) << c.all();
+    EXPECT_EQ(read_text(both / "no-pin" / "counterexample.json"), first);
+    EXPECT_FALSE(fs::exists(both / "validated" / "counterexample.json"));
 }
 
 // Proves: a tier's failure_ppm fails transfers on that tier, counted as F2: with no host capacity

@@ -484,6 +484,10 @@ void register_compare(CLI::App& app, Common& common) {
                 std::fprintf(stderr, "reproduce: %s\n", reproduce_command(args->target, name, seed).c_str());
                 code = 1;
             }
+            if (!args->out.empty()) {
+                const std::string note = write_counterexample(args->out + "/" + name, scenario, name, seed, result, !failures.empty());
+                if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+            }
             all[name] = report;
             reports.push_back(std::move(report));
         }
