@@ -28,11 +28,16 @@ inline sim::Scenario bench_scenario(const std::string& trace) {
     s.decode_ms_per_token = 20;
     s.validate_gap_us = 50;
     s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
-    s.faults = {{.fault = sim::FaultClass::F2, .rate_ppm = 20'000},
-                {.fault = sim::FaultClass::F3, .rate_ppm = 20'000},
-                {.fault = sim::FaultClass::F4, .rate_ppm = 50'000, .extra_latency_us = 40'000},
-                {.fault = sim::FaultClass::F6, .rate_ppm = 20'000},
-                {.fault = sim::FaultClass::F11, .rate_ppm = 20'000}};
+    // Field by field, so that a field added to FaultSpec cannot shift these.
+    const auto rate = [](sim::FaultClass fault, std::uint32_t ppm) {
+        sim::FaultSpec f;
+        f.fault = fault;
+        f.rate_ppm = ppm;
+        return f;
+    };
+    s.faults = {rate(sim::FaultClass::F2, 20'000), rate(sim::FaultClass::F3, 20'000), rate(sim::FaultClass::F4, 50'000),
+                rate(sim::FaultClass::F6, 20'000), rate(sim::FaultClass::F11, 20'000)};
+    s.faults[2].extra_latency_us = 40'000;
     return s;
 }
 
