@@ -87,7 +87,9 @@ TEST(Fuzz, PresetSwarmScopesKeepValidatedCleanAndCatchMutants) {
         EXPECT_EQ(scope.model.groups.size(), preset.groups.size());
         const std::uint32_t lcm = model::derive(preset).lcm_tokens;
         for (const sim::RequestTemplate& r : scope.requests) EXPECT_EQ(r.input_tokens % scope.content_block_tokens, 0u);
-        if (preset.name != "toy") EXPECT_GE(scope.content_block_tokens * 2, lcm);
+        if (preset.name != "toy") {
+            EXPECT_GE(scope.content_block_tokens * 2, lcm);
+        }
         sim::FuzzOptions o;
         o.model = preset.name;
         o.seed = 7;
