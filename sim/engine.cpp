@@ -49,11 +49,9 @@ public:
         : s_(s), policy_(o.policy.empty() ? s.policy : o.policy), seed_(o.seed_given ? o.seed : s.seed), options_(o),
           world_(std::make_shared<model::ModelConfig>(s.model), model::find_policy(policy_)->defenses, limits(s), s.rollout),
           rng_(seed_), io_rng_(rng_.fork(1)), tier_rng_(hash_combine(seed_, 0x74696572)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests) {
-        if (!s.trace_path.empty()) {
-            TraceOptions t = s.trace;
-            t.seed = seed_;
-            reader_ = TraceReader::open(s.trace_path, t);
-        }
+        TraceOptions t = s.trace;
+        t.seed = seed_;
+        arrivals_ = std::make_unique<ArrivalStream>(s.trace_path, t, s.requests);
         if (!o.schedules_dir.empty()) exporter_ = std::make_unique<ScheduleExporter>(o.schedules_dir, s, policy_, seed_);
     }
 
@@ -110,22 +108,7 @@ private:
 
     // Streams the next request from the trace and the explicit list, whichever comes first.
     void pull_next_arrival() {
-        if (!pending_trace_ && reader_) {
-            TraceRecord rec;
-            if (reader_->next(rec)) pending_trace_ = std::move(rec);
-            else reader_.reset();
-        }
-        const bool use_trace = pending_trace_ && (next_explicit_ >= s_.requests.size() ||
-                                                  pending_trace_->arrival_ns <= s_.requests[next_explicit_].arrival_ns);
-        if (use_trace) {
-            next_ = std::move(*pending_trace_);
-            pending_trace_.reset();
-        } else if (next_explicit_ < s_.requests.size()) {
-            next_ = s_.requests[next_explicit_++];
-        } else {
-            return;
-        }
-        schedule(next_.arrival_ns, EventKind::arrival, 0, 0);
+        if (arrivals_->next(next_)) schedule(next_.arrival_ns, EventKind::arrival, 0, 0);
     }
 
     void arrive() {
@@ -408,9 +391,7 @@ private:
     FaultInjector faults_;
     Timeline timeline_;
     Metrics metrics_;
-    std::unique_ptr<TraceReader> reader_;
-    std::optional<TraceRecord> pending_trace_;
-    std::size_t next_explicit_ = 0;
+    std::unique_ptr<ArrivalStream> arrivals_;
     TraceRecord next_;
     std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
     std::uint64_t seq_ = 0;

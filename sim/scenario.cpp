@@ -208,11 +208,11 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
 void check_faults_can_act(const Scenario& s, Problems& problems) {
     const model::Derived derived = model::derive(s.model);
     const bool transfers = s.offload && s.host.capacity_bytes + s.disk.capacity_bytes > 0;
+    const std::string no_transfers =
+        std::string(s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") + ", so no transfer ever runs";
     for (const auto& [tier, name] : {std::pair{&s.host, "host"}, std::pair{&s.disk, "disk"}})
         if (tier->failure_ppm > 0 && !transfers)
-            problems.add(std::string("/storage/") + name + "/failure_ppm",
-                         std::string("a tier failure can never happen here: ") +
-                             (s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") + ", so no transfer ever runs");
+            problems.add(std::string("/storage/") + name + "/failure_ppm", "a tier failure can never happen here: " + no_transfers);
     for (std::size_t i = 0; i < s.faults.size(); ++i) {
         const FaultClass fault = s.faults[i].fault;
         std::optional<model::Form> needs;
@@ -238,9 +238,7 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
                          what + "the workload has " + std::to_string(s.requests.size()) + " requests, numbered from 0");
         const bool needs_transfer = fault == FaultClass::F2 || fault == FaultClass::F4 || fault == FaultClass::F9 ||
                                     s.faults[i].action == FaultAction::offload;
-        if (needs_transfer && !transfers)
-            problems.add(at, what + (s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") +
-                                 ", so no transfer ever runs");
+        if (needs_transfer && !transfers) problems.add(at, what + no_transfers);
     }
 }
 

@@ -3,7 +3,6 @@
 #include "sim/shrink.hpp"
 
 #include <algorithm>
-#include <memory>
 
 #include "sim/files.hpp"
 #include "sim/json_fields.hpp"
@@ -18,33 +17,13 @@ namespace {
 double to_ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 std::uint64_t from_ms(double ms) { return static_cast<std::uint64_t>(ms * 1e6); }
 
-// The requests a run of `s` arrives with, in its order: the trace's records and the explicit list
-// merged as the engine merges them (a trace record first on equal times).
+// The requests a run of `s` arrives with, in its order (the simulator's own ArrivalStream).
 std::vector<TraceRecord> workload_of(const Scenario& s, std::uint64_t seed) {
+    TraceOptions options = s.trace;
+    options.seed = seed;
+    ArrivalStream arrivals(s.trace_path, options, s.requests);
     std::vector<TraceRecord> out;
-    std::unique_ptr<TraceReader> reader;
-    if (!s.trace_path.empty()) {
-        TraceOptions options = s.trace;
-        options.seed = seed;
-        reader = TraceReader::open(s.trace_path, options);
-    }
-    std::optional<TraceRecord> pending;
-    std::size_t next = 0;
-    for (;;) {
-        if (!pending && reader) {
-            TraceRecord record;
-            if (reader->next(record)) pending = std::move(record);
-            else reader.reset();
-        }
-        if (pending && (next >= s.requests.size() || pending->arrival_ns <= s.requests[next].arrival_ns)) {
-            out.push_back(std::move(*pending));
-            pending.reset();
-        } else if (next < s.requests.size()) {
-            out.push_back(s.requests[next++]);
-        } else {
-            break;
-        }
-    }
+    for (TraceRecord record; arrivals.next(record);) out.push_back(std::move(record));
     // A time the loader gives back unchanged (ms to ns truncates, so a round trip can lose 1 ns).
     for (TraceRecord& r : out)
         for (int k = 0; k < 8 && from_ms(to_ms(r.arrival_ns)) != r.arrival_ns; ++k) r.arrival_ns = from_ms(to_ms(r.arrival_ns));
@@ -62,7 +41,6 @@ public:
 
     bool budget_left() const { return runs_ < kShrinkRunBudget; }
     std::uint32_t runs() const { return runs_; }
-    const std::vector<bool>& kept_faults() const { return keep_; }
 
     // A fault aimed at a request the workload no longer has goes with it (the loader refuses it).
     bool fault_applies(std::size_t i, std::size_t requests) const {
@@ -81,9 +59,7 @@ public:
         options.policy = policy_;
         options.seed = seed_;
         options.seed_given = true;
-        const RunResult r = run_scenario(candidate, options);
-        const auto it = r.metrics.invariant_violations.find(invariant_);
-        return it != r.metrics.invariant_violations.end() && it->second > 0;
+        return violates(run_scenario(candidate, options), invariant_);
     }
 
     // The shortest failing prefix (binary search; `list` fails whole).
@@ -172,6 +148,11 @@ nlohmann::json request_json(const TraceRecord& r) {
 }
 
 }  // namespace
+
+bool violates(const RunResult& run, const std::string& invariant) {
+    const auto it = run.metrics.invariant_violations.find(invariant);
+    return it != run.metrics.invariant_violations.end() && it->second > 0;
+}
 
 std::string shrink_target(const Scenario& scenario, const RunResult& failed) {
     if (scenario.steps_mode) return "";

@@ -29,6 +29,9 @@ struct ShrunkRun {
     std::uint32_t runs = 0;        // simulator runs the shrink took
 };
 
+// Whether `run` violated `invariant` at least once.
+bool violates(const RunResult& run, const std::string& invariant);
+
 // The invariant a failed run is shrunk against: OR1_ground_truth (a silent corruption) when it
 // was violated, else the first violated invariant by name; empty when the run violated none (it
 // failed an expectation on a figure only) or is a steps-mode replay, which is minimal already.

@@ -115,6 +115,25 @@ bool TraceReader::next(TraceRecord& out) {
     return true;
 }
 
+ArrivalStream::ArrivalStream(const std::string& trace_path, const TraceOptions& options, const std::vector<TraceRecord>& requests)
+    : reader_(trace_path.empty() ? nullptr : TraceReader::open(trace_path, options)), requests_(requests) {}
+
+bool ArrivalStream::next(TraceRecord& out) {
+    if (!pending_ && reader_) {
+        TraceRecord record;
+        if (reader_->next(record)) pending_ = std::move(record);
+        else reader_.reset();
+    }
+    if (pending_ && (next_request_ >= requests_.size() || pending_->arrival_ns <= requests_[next_request_].arrival_ns)) {
+        out = std::move(*pending_);
+        pending_.reset();
+        return true;
+    }
+    if (next_request_ >= requests_.size()) return false;
+    out = requests_[next_request_++];
+    return true;
+}
+
 namespace {
 
 // A time relative to the first request in seconds, for messages; negative when it is earlier.

@@ -132,6 +132,22 @@ private:
     std::uint64_t previous_ns_ = 0;
 };
 
+// The requests a run arrives with, in its order: a trace's records, streamed, merged with an
+// explicit list by arrival time (a trace record first on equal times). The simulator replays
+// them; the shrinker (sim/shrink.hpp) collects them.
+class ArrivalStream {
+public:
+    // `trace_path` may be empty (the explicit list alone); `requests` must outlive the stream.
+    ArrivalStream(const std::string& trace_path, const TraceOptions& options, const std::vector<TraceRecord>& requests);
+    bool next(TraceRecord& out);  // false after the last request of both
+
+private:
+    std::unique_ptr<TraceReader> reader_;
+    std::optional<TraceRecord> pending_;
+    const std::vector<TraceRecord>& requests_;
+    std::size_t next_request_ = 0;
+};
+
 // The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
 // With `sequence`, also where the broken sequence starts (the same offset for a lone bad byte).
 std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence = nullptr);

@@ -147,9 +147,7 @@ std::string write_counterexample(const std::string& dir, const sim::Scenario& sc
     options.policy = policy;
     options.seed = seed;
     options.seed_given = true;
-    const sim::RunResult again = sim::run_scenario(sim::load_scenario(file), options);
-    const auto it = again.metrics.invariant_violations.find(invariant);
-    if (it == again.metrics.invariant_violations.end() || it->second == 0) {
+    if (!sim::violates(sim::run_scenario(sim::load_scenario(file), options), invariant)) {
         sim::remove_stale(file);
         return "counterexample: none written (the shrunk scenario did not violate " + invariant + " when loaded again)";
     }
