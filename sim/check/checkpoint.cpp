@@ -16,7 +16,7 @@ static_assert(std::endian::native == std::endian::little, "checkpoints are writt
 
 namespace {
 
-constexpr char kMagic[] = "kvcheck.check-checkpoint/3\n";
+constexpr char kMagic[] = "kvcheck.check-checkpoint/4\n";
 
 // A checksum of the bytes before it, so that a damaged file is refused instead of resumed into a
 // state the checkpoint never held: the bytes as 8-byte words (the last one zero-padded) and their
@@ -102,6 +102,7 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
     w.put_text(c.target);
     w.put(static_cast<std::uint8_t>(c.keep_graph ? 1 : 0));
     w.put(c.reduction);
+    w.put(c.order);
     w.put(c.initial_hash);
     w.put_array(c.parents);
     std::vector<std::uint8_t> kinds;
@@ -117,12 +118,15 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
     w.put_array(args);
     w.put_array(c.keys);
     w.put_array(c.key_nodes);
+    w.put_array(c.key_depths);
     w.put(c.depth);
     w.put_array(c.level);
+    w.put_array(c.level_again);
     w.put_array(c.next);
     w.put(c.transitions);
     w.put(c.stuck_states);
     w.put(c.other_violations);
+    w.put(c.depth_cut_states);
     w.put(c.counterexample_node);
     w.put(c.seconds);
     std::vector<std::uint32_t> edge_ends;
@@ -138,7 +142,7 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {
     const std::size_t magic_size = sizeof(kMagic) - 1;
     if (bytes.compare(0, magic_size, kMagic) != 0)
-        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/3\")");
+        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/4\")");
     const std::size_t body = bytes.size() - sizeof(std::uint64_t);
     std::uint64_t stored = 0;
     if (bytes.size() >= magic_size + sizeof(stored)) std::memcpy(&stored, bytes.data() + body, sizeof(stored));
@@ -152,6 +156,7 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
     c.target = r.get_text();
     c.keep_graph = r.get<std::uint8_t>() != 0;
     c.reduction = r.get<std::uint8_t>();
+    c.order = r.get<std::uint8_t>();
     c.initial_hash = r.get<std::uint64_t>();
     c.parents = r.get_array<std::uint32_t>();
     const auto kinds = r.get_array<std::uint8_t>();
@@ -159,22 +164,29 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
     const auto args = r.get_array<std::uint32_t>();
     c.keys = r.get_array<std::uint64_t>();
     c.key_nodes = r.get_array<std::uint32_t>();
+    c.key_depths = r.get_array<std::uint16_t>();
     c.depth = r.get<std::uint32_t>();
     c.level = r.get_array<std::uint32_t>();
+    c.level_again = r.get_array<std::uint8_t>();
     c.next = r.get_array<std::uint32_t>();
     c.transitions = r.get<std::uint64_t>();
     c.stuck_states = r.get<std::uint64_t>();
     c.other_violations = r.get<std::uint64_t>();
+    c.depth_cut_states = r.get<std::uint64_t>();
     c.counterexample_node = r.get<std::uint32_t>();
     c.seconds = r.get<double>();
     const auto edge_ends = r.get_array<std::uint32_t>();
     if (!r.at_end()) r.fail("bytes follow the last field");
     const std::size_t nodes = c.parents.size();
-    if (nodes == 0 || kinds.size() != nodes || targets.size() != nodes || args.size() != nodes || c.keys.size() != nodes ||
-        c.key_nodes.size() != (c.keep_graph ? nodes : 0) || edge_ends.size() % 2 != 0 || c.level.empty())
+    const bool depth_first = c.order == 1;
+    const std::size_t keys = c.keys.size();
+    if (nodes == 0 || kinds.size() != nodes || targets.size() != nodes || args.size() != nodes ||
+        (depth_first ? keys == 0 || keys > nodes : keys != nodes) || c.key_nodes.size() != (c.keep_graph ? keys : 0) ||
+        c.key_depths.size() != (depth_first ? keys : 0) || c.level_again.size() != (depth_first ? c.level.size() : 0) ||
+        (depth_first && (c.keep_graph || !c.next.empty())) || edge_ends.size() % 2 != 0 || c.level.empty())
         r.fail("its node arrays disagree in length");
     for (std::size_t i = 0; i < nodes; ++i) {
-        if (c.reduction > 1 || kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
+        if (c.reduction > 1 || c.order > 1 || kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
         c.steps.push_back({static_cast<model::StepKind>(kinds[i]), targets[i], args[i]});
     }
     const std::vector<std::uint32_t>* id_lists[] = {&c.key_nodes, &c.level, &c.next, &edge_ends};

@@ -1,4 +1,4 @@
-// A stopped breadth-first exploration, saved so that `kvcheck check --resume` continues it to
+// A stopped exploration (breadth first or depth first), saved so that `kvcheck check --resume` continues it to
 // exactly the result an uninterrupted run gives: same states, transitions and counterexample.
 #pragma once
 
@@ -20,17 +20,26 @@ struct ExploreCheckpoint {
     std::string target;
     bool keep_graph = false;
     std::uint8_t reduction = 0;      // sim::Reduction
+    std::uint8_t order = 0;          // sim::Order
     std::uint64_t initial_hash = 0;  // state hash of the scope's initial world (catches a changed model)
     std::vector<std::uint32_t> parents;
     std::vector<model::Step> steps;
-    std::vector<std::uint64_t> keys;       // every visited-set key, one per node, in the set's order
-    std::vector<std::uint32_t> key_nodes;  // the node of each key; keep_graph only, else empty
-    std::uint32_t depth = 0;          // the level `level` belongs to
-    std::vector<std::uint32_t> level;  // nodes of that level not expanded yet, in order (never empty)
-    std::vector<std::uint32_t> next;   // nodes of the level after it found so far, in order
+    // Every visited-set key, in the set's order: one per node breadth first; depth first, a node
+    // per path that reached a state first or by a shorter path, so there may be more nodes than keys.
+    std::vector<std::uint64_t> keys;
+    std::vector<std::uint32_t> key_nodes;   // the node of each key; keep_graph only, else empty
+    std::vector<std::uint16_t> key_depths;  // the depth each key was last reached at; depth first only
+    // Breadth first: the level `level` belongs to. Depth first: the deepest state expanded so far.
+    std::uint32_t depth = 0;
+    // Breadth first: nodes of that level not expanded yet, in order (never empty). Depth first: the
+    // stack of nodes waiting to be expanded, bottom first (never empty).
+    std::vector<std::uint32_t> level;
+    std::vector<std::uint8_t> level_again;  // depth first: 1 where that stack entry is a state expanded before
+    std::vector<std::uint32_t> next;   // breadth first: nodes of the level after it found so far, in order
     std::uint64_t transitions = 0;
     std::uint64_t stuck_states = 0;
     std::uint64_t other_violations = 0;
+    std::uint64_t depth_cut_states = 0;  // depth first: states reached at the depth bound so far
     std::uint32_t counterexample_node = 0;  // the first violating node recorded so far, 0 = none
     double seconds = 0;                     // exploration time spent before this checkpoint
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // keep_graph only

@@ -44,6 +44,12 @@ const model::PolicyInfo& policy_or_throw(const std::string& name) {
 }
 
 
+sim::Order order_or_throw(const std::string& name) {
+    const std::optional<sim::Order> o = sim::order_from_name(name);
+    if (!o) throw sim::InputError("", "--order", "unknown search order \"" + name + "\" (known: bfs, dfs)");
+    return *o;
+}
+
 sim::Reduction reduction_or_throw(const std::string& name) {
     const std::optional<sim::Reduction> r = sim::reduction_from_name(name);
     if (!r) throw sim::InputError("", "--reduction", "unknown reduction \"" + name + "\" (known: none, symmetry)");
@@ -71,6 +77,7 @@ struct CheckArgs {
     std::string resume;
     std::string checkpoint;
     std::string reduction = "none";
+    std::string order = "bfs";
     std::uint64_t max_states = 50'000'000;
     double max_seconds = 600;
     bool json = false;
@@ -117,13 +124,16 @@ std::string scope_help() { return "Named scope (default reference): " + known_sc
 
 void register_check(CLI::App& app, Common& common) {
     auto a = std::make_shared<CheckArgs>();
-    auto* cmd = app.add_subcommand("check", "Explore every interleaving at a bounded scope (breadth-first, state hashing)");
+    auto* cmd = app.add_subcommand("check", "Explore every interleaving at a bounded scope (breadth- or depth-first, state hashing)");
     cmd->add_option("--scope", a->scope, scope_help());
     cmd->add_option("--policy", a->policy, "Policy to check (default validated)");
     cmd->add_option("--invariant", a->target, "Stop only at violations of this invariant");
     cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)")->check(CLI::Range(std::uint64_t{1}, UINT64_MAX));
     cmd->add_option("--max-seconds", a->max_seconds, "Time bound (reported when hit)");
     cmd->add_option("--out", a->out, "Write counterexample.json and counterexample.dot here");
+    cmd->add_option("--order", a->order,
+                    "bfs (default: breadth first, shortest counterexamples) or dfs (depth first: less memory, deep states early, "
+                    "counterexamples shrunk)");
     cmd->add_option("--reduction", a->reduction, "none (default) or symmetry: merge states that differ only by segment ids");
     cmd->add_option("--resume", a->resume, "Continue from a checkpoint written when a run was interrupted or hit a bound");
     cmd->add_option("--checkpoint", a->checkpoint,
@@ -159,12 +169,14 @@ void register_check(CLI::App& app, Common& common) {
             same("--policy", a->policy, resumed->policy);
             same("--invariant", a->target, resumed->target);
             same("--reduction", a->reduction, sim::reduction_name(static_cast<sim::Reduction>(resumed->reduction)));
+            same("--order", a->order, sim::order_name(static_cast<sim::Order>(resumed->order)));
             if (cmd->count("--liveness") > 0 && !resumed->keep_graph)
                 throw sim::InputError(a->resume, "--liveness", "the checkpoint was written without --liveness");
             a->scope = resumed->scope;
             a->policy = resumed->policy;
             a->target = resumed->target;
             a->reduction = sim::reduction_name(static_cast<sim::Reduction>(resumed->reduction));
+            a->order = sim::order_name(static_cast<sim::Order>(resumed->order));
             a->liveness = resumed->keep_graph;
         }
         const model::PolicyInfo& policy = policy_or_throw(a->policy);
@@ -174,6 +186,9 @@ void register_check(CLI::App& app, Common& common) {
         sim::ExploreOptions options;
         if (resumed) options.resume = &*resumed;
         options.reduction = reduction_or_throw(a->reduction);
+        options.order = order_or_throw(a->order);
+        if (options.order == sim::Order::depth_first && a->liveness)
+            throw sim::InputError("", "--liveness", "keeps the explored graph, which only the breadth-first search does (use --order bfs)");
         options.max_states = a->max_states;
         options.max_seconds = a->max_seconds;
         options.target = a->target;
@@ -197,7 +212,8 @@ void register_check(CLI::App& app, Common& common) {
                 if (!path->empty()) sim::remove_stale(*path);
             if (!a->out.empty()) sim::remove_stale(a->out + "/check.checkpoint");
         }
-        nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"reduction", a->reduction},         {"states", r.states},
+        nlohmann::json j = {{"scope", a->scope},     {"policy", a->policy},         {"order", a->order},
+                            {"reduction", a->reduction},         {"states", r.states},
                             {"transitions", r.transitions}, {"depth", r.depth},     {"seconds", r.seconds},
                             {"states_per_s", r.states_per_s}, {"exhausted", r.exhausted}, {"bound_hit", r.bound_hit},
                             {"stuck_states", r.stuck_states}, {"cycles", r.nontrivial_sccs}};
@@ -211,8 +227,8 @@ void register_check(CLI::App& app, Common& common) {
             std::cout << j.dump(2) << "\n";
         } else {
             const std::string ended = r.exhausted ? "exhausted" : !r.bound_hit.empty() ? "bound hit: " + r.bound_hit : "stopped at the first counterexample";
-            std::printf("scope=%s policy=%s reduction=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n", a->scope.c_str(),
-                        a->policy.c_str(), a->reduction.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
+            std::printf("scope=%s policy=%s order=%s reduction=%s states=%llu transitions=%llu depth=%u seconds=%.2f states_per_s=%.0f %s\n",
+                        a->scope.c_str(), a->policy.c_str(), a->order.c_str(), a->reduction.c_str(), static_cast<unsigned long long>(r.states), static_cast<unsigned long long>(r.transitions), r.depth,
                         r.seconds, r.states_per_s, ended.c_str());
             if (a->liveness)
                 std::printf("liveness: cycles=%llu stuck_states=%llu\n", static_cast<unsigned long long>(r.nontrivial_sccs),
@@ -230,8 +246,9 @@ void register_check(CLI::App& app, Common& common) {
             std::fprintf(a->json ? stderr : stdout, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s\n",
                          a->out.c_str(), shell_word(a->out + "/counterexample.json").c_str());
         } else if (r.counterexample) {
-            // Breadth-first order is fixed, so the same question finds the same counterexample.
+            // Either search order is fixed, so the same question finds the same counterexample.
             std::string again = "kvcheck check --scope " + shell_word(a->scope) + " --policy " + shell_word(a->policy);
+            if (a->order != "bfs") again += " --order " + shell_word(a->order);
             if (!a->target.empty()) again += " --invariant " + shell_word(a->target);
             if (a->reduction != "none") again += " --reduction " + shell_word(a->reduction);
             std::fprintf(a->json ? stderr : stdout, "reproduce: %s\n(add --out DIR for counterexample.json, which kvcheck run replays)\n", again.c_str());
