@@ -202,3 +202,20 @@ TEST(DepthFirst, ReproduceLineRunsTheSameSearch) {
     ASSERT_NE(again.out.find("counterexample ("), std::string::npos) << again.all();
     EXPECT_EQ(counterexample(again.out), counterexample(first.out));
 }
+
+// Proves `kvcheck mutants --order dfs` searches depth first: validated exhausts the small scope
+// clean, and a mutant is detected with a counterexample that breaks its invariant.
+TEST(DepthFirst, MutantsTakesTheOrder) {
+    const Outcome clean = run_kvcheck({"mutants", "--scope", "small", "--order", "dfs", "--policy", "validated", "--json", "--quiet"});
+    ASSERT_EQ(clean.code, 0) << clean.all();
+    const nlohmann::json rows = nlohmann::json::parse(clean.out);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_TRUE(rows[0]["exhausted"].get<bool>());
+    EXPECT_EQ(rows[0]["states"], explore("small", "validated", sim::Order::depth_first).states);
+    const Outcome caught = run_kvcheck({"mutants", "--scope", "small", "--order", "dfs", "--policy", "no-pin", "--json", "--quiet"});
+    ASSERT_EQ(caught.code, 0) << caught.all();
+    const nlohmann::json found = nlohmann::json::parse(caught.out);
+    EXPECT_TRUE(found[0]["detected"].get<bool>());
+    EXPECT_EQ(found[0]["invariant"], "RL3_toctou");
+    EXPECT_EQ(found[0]["counterexample_steps"], explore("small", "no-pin", sim::Order::depth_first, "RL3_toctou").counterexample->steps.size());
+}

@@ -44,12 +44,6 @@ const model::PolicyInfo& policy_or_throw(const std::string& name) {
 }
 
 
-sim::Order order_or_throw(const std::string& name) {
-    const std::optional<sim::Order> o = sim::order_from_name(name);
-    if (!o) throw sim::InputError("", "--order", "unknown search order \"" + name + "\" (known: bfs, dfs)");
-    return *o;
-}
-
 sim::Reduction reduction_or_throw(const std::string& name) {
     const std::optional<sim::Reduction> r = sim::reduction_from_name(name);
     if (!r) throw sim::InputError("", "--reduction", "unknown reduction \"" + name + "\" (known: none, symmetry)");
@@ -118,6 +112,12 @@ sim::Scope scope_or_throw(const std::string& name) {
     for (const std::string& known : sim::scope_names())
         if (known == name) return sim::named_scope(name);
     throw sim::InputError("", "--scope", "unknown scope \"" + name + "\" (known: " + known_scopes() + ")");
+}
+
+sim::Order order_or_throw(const std::string& name) {
+    const std::optional<sim::Order> o = sim::order_from_name(name);
+    if (!o) throw sim::InputError("", "--order", "unknown search order \"" + name + "\" (known: bfs, dfs)");
+    return *o;
 }
 
 std::string scope_help() { return "Named scope (default reference): " + known_scopes(); }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/check/explorer.hpp"
 #include "sim/check/scope.hpp"
 
 namespace kvcheck::cli {
@@ -35,6 +36,8 @@ void register_report(CLI::App& app, Common& common);
 sim::Scope scope_or_throw(const std::string& name);
 // The --scope help line, listing every named scope.
 std::string scope_help();
+// The --order flag's value: bfs or dfs, else InputError naming the flag.
+sim::Order order_or_throw(const std::string& name);
 // `word` as a shell would read it back: unchanged when plain, single-quoted otherwise (printed
 // reproduce and continue lines name user paths).
 std::string shell_word(const std::string& word);

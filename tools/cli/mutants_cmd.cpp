@@ -27,11 +27,13 @@ void register_mutants(CLI::App& app, Common& common) {
     auto quiet = std::make_shared<bool>(false);
     auto only = std::make_shared<std::string>();
     auto reduction = std::make_shared<std::string>("none");
+    auto order = std::make_shared<std::string>("bfs");
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
     cmd->add_option("--scope", *scope_name, scope_help());
     cmd->add_option("--policy", *only, "Check only this policy");
     cmd->add_option("--max-seconds", *seconds, "Time bound per policy, in seconds (default 120)");
     cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
+    cmd->add_option("--order", *order, "bfs (default) or dfs (see kvcheck check --help)");
     cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here, named POLICY.json (SCOPE-POLICY.json outside the reference scope); files of policies not detected in this run are kept");
     cmd->add_flag("--json", *json, "Print a JSON list of {policy, detected, invariant, counterexample_steps, seconds}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
@@ -42,6 +44,7 @@ void register_mutants(CLI::App& app, Common& common) {
             throw sim::InputError("", "--policy", "unknown policy \"" + *only + "\" (known: " + model::policy_names() + ")");
         const std::optional<sim::Reduction> chosen = sim::reduction_from_name(*reduction);
         if (!chosen) throw sim::InputError("", "--reduction", "unknown reduction \"" + *reduction + "\" (known: none, symmetry)");
+        const sim::Order search = order_or_throw(*order);
         const sim::Scope scope = scope_or_throw(*scope_name);
         require_result_file(*out, "mutants.json");
         const auto regress_file = [&](const std::string& policy) {
@@ -65,6 +68,7 @@ void register_mutants(CLI::App& app, Common& common) {
             options.max_seconds = *seconds;
             options.target = p.breaks;
             options.reduction = *chosen;
+            options.order = search;
             Progress progress(*quiet, "mutants " + p.name);
             options.progress = [&](std::uint64_t states, std::uint32_t depth, double) {
                 progress.update(states, 0, "states, depth " + std::to_string(depth));
@@ -113,9 +117,10 @@ void register_mutants(CLI::App& app, Common& common) {
         for (const std::string& name : failed) {
             char bound[64] = {};
             std::to_chars(bound, bound + sizeof bound - 1, *seconds);  // the shortest form that reads back the same
-            std::fprintf(stderr, "%s: reproduce: kvcheck mutants --scope %s --policy %s --max-seconds %s%s\n", name.c_str(),
+            std::fprintf(stderr, "%s: reproduce: kvcheck mutants --scope %s --policy %s --max-seconds %s%s%s\n", name.c_str(),
                          shell_word(*scope_name).c_str(), shell_word(name).c_str(), bound,
-                         *chosen == sim::Reduction::none ? "" : (" --reduction " + *reduction).c_str());
+                         *chosen == sim::Reduction::none ? "" : (" --reduction " + *reduction).c_str(),
+                         search == sim::Order::breadth_first ? "" : " --order dfs");
         }
         common.exit_code = all_good ? 0 : 1;
     });
