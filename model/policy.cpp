@@ -62,6 +62,8 @@ std::vector<PolicyInfo> build() {
                          [](Defenses& d) { d.truncate_every_group = false; }));
     all.push_back(mutant("kv-without-index", "restore indexer pages together with KV", "OR1_ground_truth",
                          [](Defenses& d) { d.restore_index_with_kv = false; }));
+    all.push_back(mutant("trust-partial-load", "F2 load-length check (a short load fails)", "OR1_ground_truth",
+                         [](Defenses& d) { d.load_length_check = false; }));
     return all;
 }
 

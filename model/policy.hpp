@@ -29,6 +29,7 @@ struct Defenses {
     bool drop_verdict_on_failed_load = true;  // a failed load invalidates the lookup verdict
     bool truncate_every_group = true;  // every group, not just the first of a kind, is cut to the common length
     bool restore_index_with_kv = true; // a KV reload from a lower tier restores its indexer pages too
+    bool load_length_check = true;     // F2: a load that delivered fewer bytes than the segment holds failed
     bool hash_hit_is_enough = false;   // the old rule: a hash hit on the first group is reused as is
 };
 

@@ -332,7 +332,8 @@ StepTarget target_of(StepKind kind) {
         case StepKind::lose_block: return StepTarget::segment;
         case StepKind::io_complete:
         case StepKind::io_fail:
-        case StepKind::misaligned_reload: return StepTarget::io;
+        case StepKind::misaligned_reload:
+        case StepKind::partial_load: return StepTarget::io;
         case StepKind::bump_model_version:
         case StepKind::change_layout: return StepTarget::global;
     }
@@ -345,7 +346,8 @@ bool enabled(const World& w, const Step& step) {
         case StepTarget::segment: return segment_enabled(w, step);
         case StepTarget::io:
             return step.target < w.io.size() && w.io[step.target].live &&
-                   (step.kind != StepKind::misaligned_reload || w.io[step.target].kind == IoKind::load);
+                   ((step.kind != StepKind::misaligned_reload && step.kind != StepKind::partial_load) ||
+                    w.io[step.target].kind == IoKind::load);
         // Weights and layouts change between scheduler iterations, never inside a read that has
         // already been revalidated: such a change drains in-flight reads first.
         case StepTarget::global:
@@ -407,9 +409,10 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
             if (partner != kNone && segment_enabled(w, {StepKind::offload, partner, 0})) start_offload(w, partner, out);
             break;
         }
-        case StepKind::io_complete: finish_io(w, t, true, false); break;
-        case StepKind::io_fail: finish_io(w, t, false, false); break;
-        case StepKind::misaligned_reload: finish_io(w, t, true, true); break;
+        case StepKind::io_complete: finish_io(w, t, IoEnd::complete); break;
+        case StepKind::io_fail: finish_io(w, t, IoEnd::failed); break;
+        case StepKind::misaligned_reload: finish_io(w, t, IoEnd::misaligned); break;
+        case StepKind::partial_load: finish_io(w, t, IoEnd::partial); break;
         case StepKind::interrupt_eviction: {
             Segment& s = w.segments[t];
             s.stage = Stage::evicting;
@@ -461,8 +464,11 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
         const std::optional<StepKind> k = next_request_step(w.requests[r]);
         if (k && (kinds & kind_bit(*k)) != 0) out.push_back({*k, r, 0});
     }
-    for (std::uint32_t i = 0; i < w.io.size(); ++i)
+    const bool partial_differs = !w.defenses.load_length_check;  // else partial_load leads where io_fail does
+    for (std::uint32_t i = 0; i < w.io.size(); ++i) {
         for (StepKind k : {StepKind::io_complete, StepKind::io_fail, StepKind::misaligned_reload}) consider(k, i);
+        if (partial_differs) consider(StepKind::partial_load, i);
+    }
     for (std::uint32_t head : w.lru_head) {
         if (head == kNone) continue;
         std::size_t rank = 0;

@@ -25,8 +25,9 @@ enum class StepKind : std::uint8_t {
     misaligned_reload,      // F9: a load completes into a misaligned staging buffer; target = I/O op
     migrate,                // F10: a resident segment moves to another slot; target = segment
     lose_block,             // F11: one block of a compressed segment is lost; target = segment
+    partial_load,           // F2: a load completes with only part of the segment's bytes; target = I/O op
 };
-inline constexpr int kStepKindCount = 19;
+inline constexpr int kStepKindCount = 20;
 std::string_view step_kind_name(StepKind kind);
 
 // What a step's target names: a request, a segment, an I/O operation, or a group (change_layout;
@@ -84,7 +85,9 @@ void apply_into(World& world, const Step& step, StepOutcome& out);
 // Segment-targeted steps are offered for the oldest candidates of each eviction list only (one
 // list per group, tails apart): evictions and offloads for the kEvictionChoices least recently
 // used, faults for the least recently used one. An LRU evictor behaves so; it bounds branching
-// while keeping every group and form reachable.
+// while keeping every group and form reachable. A partial load is offered only to a policy
+// without the load-length check: with it, a partial load is a failed load and leads to the very
+// state io_fail leads to, which is offered already.
 inline constexpr std::size_t kEvictionChoices = 1;
 void enabled_steps(const World& world, std::uint32_t kinds, std::vector<Step>& out);
 inline constexpr std::uint32_t kind_bit(StepKind k) { return 1u << static_cast<unsigned>(k); }

@@ -62,7 +62,12 @@ bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out) {
     return true;
 }
 
-void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
+void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
+    KV_ASSERT((end != IoEnd::misaligned && end != IoEnd::partial) || w.io[op_id].kind == IoKind::load,
+              "only a load lands in a staging buffer or arrives in part");
+    // The length check compares the bytes that arrived with the segment's size: a short load is
+    // then a failed one.
+    const bool ok = end != IoEnd::failed && (end != IoEnd::partial || !w.defenses.load_length_check);
     IoOp& op = w.io[op_id];
     Segment& s = w.segments[op.segment];
     op.live = false;
@@ -96,7 +101,10 @@ void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned) {
     Request& q = w.requests[op.request];
     if (ok) {
         w.slots[s.slot].content = w.disk[s.disk].content;
-        if (misaligned) w.slots[s.slot].address += 64;
+        if (end == IoEnd::misaligned) w.slots[s.slot].address += 64;
+        // Mutant `trust-partial-load`: the slot's tail never arrived, so it holds stale bytes
+        // there (a tag of its own, which no later load restores).
+        if (end == IoEnd::partial) w.slots[s.slot].content = hash_combine(w.slots[s.slot].content, 0x8);
         free_disk(w, s.disk);
         w.disk_used_bytes -= bytes;
         w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] -= bytes;

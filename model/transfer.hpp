@@ -18,7 +18,12 @@ void start_offload(World& w, std::uint32_t id, StepOutcome& out);
 // refuses it a slot.
 bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out);
 
-// Completes (ok) or fails an I/O operation; `misaligned` reloads to a shifted address (F9).
-void finish_io(World& w, std::uint32_t op_id, bool ok, bool misaligned);
+// How an I/O operation ends: complete, failed (F2 error or timeout), a load into a misaligned
+// staging buffer (F9), or a load that delivered only part of the segment's bytes (F2 partial).
+enum class IoEnd : std::uint8_t { complete, failed, misaligned, partial };
+
+// Completes or fails an I/O operation. A partial load fails when the load-length check is on;
+// without it the segment becomes resident with torn content.
+void finish_io(World& w, std::uint32_t op_id, IoEnd end);
 
 }  // namespace kvcheck::model

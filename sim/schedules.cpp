@@ -46,7 +46,8 @@ void ScheduleExporter::note_fault(const model::World& w, const model::Step& step
     std::uint32_t segment = model::kNone;
     switch (step.kind) {
         case model::StepKind::io_fail:
-        case model::StepKind::misaligned_reload: segment = w.io[step.target].segment; break;
+        case model::StepKind::misaligned_reload:
+        case model::StepKind::partial_load: segment = w.io[step.target].segment; break;
         case model::StepKind::bump_model_version:
         case model::StepKind::change_layout: break;
         default: segment = step.target; break;

@@ -331,6 +331,44 @@ TEST(OnDiskPrefix, FailedLoadFallsBackToRecompute) {
     EXPECT_EQ(ok(p.w, StepKind::commit, p.b).tokens_computed, 144u - 64u);
 }
 
+// F2 partial load: a load that delivers only part of a segment's bytes. With the load-length
+// check (validated) it is a failed load: the very state io_fail leaves, and the next lookup
+// recomputes what did not arrive. trust-partial-load takes it as complete: the segment is
+// resident, its content is not the ground truth, and the read of it breaks OR1 (nothing else:
+// it is resident, whole, aligned and of the right epoch). The explorers are offered the step only
+// where it differs from io_fail.
+TEST(OnDiskPrefix, PartialLoadFailsUnderTheLengthCheck) {
+    for (const char* policy : {"validated", "trust-partial-load"}) {
+        SCOPED_TRACE(policy);
+        const bool checked = std::string_view(policy) == "validated";
+        Pair p = finished_then_extended(policy, 128);
+        const std::uint32_t kv = seg(p.w, kC1, 112, 128);
+        for (std::uint32_t op : io_of(ok(p.w, StepKind::offload, kv))) ok(p.w, StepKind::io_complete, op);
+        const StepOutcome look = ok(p.w, StepKind::lookup, p.b);
+        ASSERT_EQ(look.lookup->verdict, VerdictKind::io_wait);
+        std::vector<Step> offered;
+        enabled_steps(p.w, ~0u, offered);
+        const bool partial_offered = std::any_of(offered.begin(), offered.end(), [](const Step& s) { return s.kind == StepKind::partial_load; });
+        EXPECT_EQ(partial_offered, !checked);
+        World failed = p.w;  // the same world, whose KV load fails outright instead
+        for (std::uint32_t op : io_of(look)) {
+            const bool is_kv_load = p.w.io[op].segment == kv;
+            ok(p.w, is_kv_load ? StepKind::partial_load : StepKind::io_complete, op);
+            ok(failed, is_kv_load ? StepKind::io_fail : StepKind::io_complete, op);
+        }
+        EXPECT_EQ(state_hash(p.w) == state_hash(failed), checked) << "a caught partial load is a failed load";
+        EXPECT_EQ(p.w.requests[p.b].load_failed, checked);
+        EXPECT_EQ(p.w.segments[kv].stage, checked ? Stage::on_disk : Stage::ready);
+        const LookupResult r = lookup_step(p.w, p.b);
+        EXPECT_EQ(has_miss(r, kC1, MissReason::load_failed), checked);
+        EXPECT_EQ(r.resume_len, checked ? 64u : 128u);
+        EXPECT_EQ(plan_reads(p.w.requests[p.b], kv), !checked);
+        for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate}) ok(p.w, k, p.b);
+        const std::set<std::string> violated = names(take(p.w, StepKind::read, p.b).violations);
+        EXPECT_EQ(violated, checked ? std::set<std::string>{} : std::set<std::string>{"OR1_ground_truth"});
+    }
+}
+
 // Linear state exists only at exact checkpoint positions (multiples of its 32-token block), so a
 // hash hit of 112 tokens resumes at the checkpoint 96; without that checkpoint it falls to 64.
 TEST(LinearState, CheckpointsOnlyAtExactBlockPositions) {

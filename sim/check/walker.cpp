@@ -112,12 +112,14 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::strin
         s.requests.push_back({ids, blocks * block, static_cast<std::uint32_t>(rng.below(3) * block)});
     }
     s.limits.gpu_budget_bytes = static_cast<std::uint64_t>(static_cast<double>(20'000 + rng.below(180'000)) * scale);
-    // Each fault kind is switched on with probability one half: swarm testing.
+    // Each fault kind is switched on with probability one half: swarm testing. F2's two modes come
+    // together: a partial load follows io_fail's draw (and draws nothing itself).
     s.step_kinds = actor_kinds() | background_kinds();
     for (int k = 0; k < model::kStepKindCount; ++k) {
         const auto kind = static_cast<model::StepKind>(k);
-        if (model::is_fault(kind) && rng.below(2) == 0) s.step_kinds |= model::kind_bit(kind);
+        if (model::is_fault(kind) && kind != model::StepKind::partial_load && rng.below(2) == 0) s.step_kinds |= model::kind_bit(kind);
     }
+    if ((s.step_kinds & model::kind_bit(model::StepKind::io_fail)) != 0) s.step_kinds |= model::kind_bit(model::StepKind::partial_load);
     s.max_faults = static_cast<std::uint8_t>(1 + rng.below(3));
     s.max_background = static_cast<std::uint8_t>(rng.below(5));
     // Half the walks with extents of 64 or 128 tokens (docs/invariants.md, "Extents"); drawn last,
