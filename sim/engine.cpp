@@ -248,20 +248,26 @@ private:
             const TierConfig& tier = io_tier_[op_id] == 0 ? s_.host : s_.disk;
             if (tier.failure_ppm > 0 && tier_rng_.chance_ppm(tier.failure_ppm)) kind = StepKind::io_fail;
         }
-        const FaultClass fault = kind == StepKind::io_fail ? FaultClass::F2 : FaultClass::F9;
+        const bool f2 = kind == StepKind::io_fail || kind == StepKind::partial_load;
+        const FaultClass fault = f2 ? FaultClass::F2 : FaultClass::F9;
         std::string what;
         if (kind != StepKind::io_complete) {
             ++metrics_.faults[static_cast<std::size_t>(fault)];
             if (exporter_ || timeline_.takes_instants()) what = model::describe(world_, {kind, op_id, 0});
-            timeline_.instant(kind == StepKind::io_fail ? "F2 load failure" : "F9 misaligned reload", now_, what);
+            timeline_.instant(kind == StepKind::io_fail        ? "F2 load failure"
+                              : kind == StepKind::partial_load ? "F2 partial load"
+                                                               : "F9 misaligned reload",
+                              now_, what);
         }
-        if (op.kind == model::IoKind::load) (kind == StepKind::io_fail ? metrics_.load_failures : metrics_.loads) += 1;
         KV_ASSERT(model::enabled(world_, {kind, op_id, 0}), "the I/O engine picked a disabled outcome");
         model::apply_into(world_, {kind, op_id, 0}, io_outcome_);
+        // A load failed when its segment is back on disk: an error, or a partial load that the
+        // length check caught.
+        const bool loaded = op.kind == model::IoKind::load && world_.segments[op.segment].stage != model::Stage::on_disk;
+        if (op.kind == model::IoKind::load) (loaded ? metrics_.loads : metrics_.load_failures) += 1;
         after(io_outcome_);
         if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
-        if (exporter_ && op.kind == model::IoKind::load && kind != StepKind::io_fail)
-            exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
+        if (exporter_ && loaded) exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
         if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
             Tracking& t = tracking_[op.request];
             metrics_.io_wait.add(static_cast<double>(now_ - t.io_wait_start_ns) / 1e6);

@@ -178,7 +178,9 @@ void FaultInjector::during_decode(std::uint32_t request, const Inject& inject) {
 StepKind FaultInjector::io_outcome(const model::IoOp& op) {
     // A load belongs to the request waiting for it; an offload to none.
     const std::uint32_t request = op.kind == model::IoKind::load ? op.request : kNone;
-    if (roll(FaultClass::F2, request)) return StepKind::io_fail;
+    // A partial firing on an offload is an error: the GPU copy stays, as after any failed offload.
+    if (const std::optional<FaultAction> action = roll(FaultClass::F2, request))
+        return *action == FaultAction::partial && op.kind == model::IoKind::load ? StepKind::partial_load : StepKind::io_fail;
     if (op.kind == model::IoKind::load && roll(FaultClass::F9, request)) return StepKind::misaligned_reload;
     return StepKind::io_complete;
 }

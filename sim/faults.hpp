@@ -31,7 +31,7 @@ public:
     void before_lookup(std::uint32_t request, const Inject& inject);  // F1, F3, F8, F11
     void after_lookup(std::uint32_t request, const Inject& inject);   // F6, F7
     void during_decode(std::uint32_t request, const Inject& inject);  // F10
-    model::StepKind io_outcome(const model::IoOp& op);                // F2, F9
+    model::StepKind io_outcome(const model::IoOp& op);                // F2 (error or partial), F9
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
 
 private:

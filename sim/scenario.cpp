@@ -176,7 +176,12 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         for (int k = 0; k < kFaultClassCount; ++k)
             if (name == fault_name(static_cast<FaultClass>(k))) spec.fault = static_cast<FaultClass>(k);
         spec.rate_ppm = static_cast<std::uint32_t>(f.unsigned_number("rate_ppm", 0, 0, 1'000'000));
-        // F5 says which change it makes; F6 and F10 what happens to the segment they hit.
+        // F2 says how a transfer fails; F5 which change it makes; F6 and F10 what happens to the
+        // segment they hit.
+        if (f.raw("mode") != nullptr) {
+            if (spec.fault != FaultClass::F2) problems.add(at + "/mode", name + " has no modes (only F2 takes \"mode\")");
+            else if (f.choice("mode", "error", {"error", "partial"}) == "partial") spec.action = FaultAction::partial;
+        }
         if (f.raw("change") != nullptr) {
             if (spec.fault != FaultClass::F5) problems.add(at + "/change", name + " makes no model change (only F5 takes \"change\")");
             else spec.action = f.choice("change", "weights", {"weights", "layout"}) == "weights" ? FaultAction::weights : FaultAction::layout;

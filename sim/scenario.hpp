@@ -31,12 +31,14 @@ inline constexpr int kFaultClassCount = 11;
 std::string_view fault_name(FaultClass fault);        // "F1" ...
 std::string_view fault_summary(FaultClass fault);     // "eviction interrupted mid-way" ...
 
-// What a firing of F5, F6 or F10 does, when the entry names it (docs/faults.md, "Actions").
-enum class FaultAction : std::uint8_t { usual, weights, layout, evict, offload, migrate };
+// What a firing of F2, F5, F6 or F10 does, when the entry names it (docs/faults.md, "Actions").
+enum class FaultAction : std::uint8_t { usual, weights, layout, evict, offload, migrate, partial };
 
 struct FaultSpec {
     FaultClass fault = FaultClass::F1;
-    FaultAction action = FaultAction::usual;  // F5 ("change"): weights or layout; F6, F10 ("action"): evict, offload or migrate
+    // F2 ("mode"): partial (usual is an error); F5 ("change"): weights or layout; F6, F10 ("action"):
+    // evict, offload or migrate.
+    FaultAction action = FaultAction::usual;
     std::uint32_t rate_ppm = 0;            // per opportunity (see docs/faults.md), 0 = scheduled only
     std::optional<std::uint64_t> at_ns;    // scheduled at a virtual time ...
     std::optional<std::uint64_t> at_event; // ... or when the event counter reaches this ...

@@ -1,5 +1,5 @@
 // Scenario options beyond the catalogue, through the real kvcheck binary: `run --expected-policies`,
-// faults aimed at a request (`at_request`), the F5 `change` and F6/F10 `action`, storage tiers'
+// faults aimed at a request (`at_request`), the F2 `mode`, the F5 `change` and F6/F10 `action`, storage tiers'
 // `failure_ppm`, and the shrunk counterexample.json a failing run leaves.
 #include <gtest/gtest.h>
 
@@ -193,4 +193,43 @@ TEST(FaultActions, ChangeAndActionChooseTheStep) {
     EXPECT_GT(violations(report(offload10, "registered-is-resident"), "FM5_resident"), 0);
     EXPECT_EQ(violations(report(migrate10, "registered-is-resident"), "FM5_resident"), 0);
     check_validated(offload10, "F10");
+}
+
+// Proves: "mode" chooses how F2 fails a transfer. "error" is the default: naming it changes no
+// byte of report.json. Under validated's load-length check a partial load is a failed load, so
+// "partial" reaches the same final state with the same F2 firings and load failures; the
+// trust-partial-load mutant, clean under errors, takes partial loads as complete and reads bytes
+// that are not the ground truth (OR1), while every segment it reads is resident (FM5 holds).
+TEST(FaultActions, F2ModePartialCutsLoadsShort) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
+    const auto scenario = [&](const nlohmann::json& faults, const std::string& tag) {
+        nlohmann::json doc = read_json(source);
+        doc.erase("expect");
+        doc["faults"] = faults;
+        return relocated_copy(source, doc, tag);
+    };
+    const auto report = [](const fs::path& file, const std::string& policy) {
+        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const fs::path plain = scenario({{{"fault", "F2"}, {"rate_ppm", 600000}}}, "f2-plain");
+    const fs::path error = scenario({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "error"}}}, "f2-error");
+    const fs::path partial = scenario({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "partial"}}}, "f2-partial");
+    const nlohmann::json base = report(plain, "validated");
+    ASSERT_GT(base["load_failures"].get<int>(), 0);
+    EXPECT_EQ(report(error, "validated").dump(), base.dump());
+    const nlohmann::json caught = report(partial, "validated");
+    EXPECT_EQ(caught["final_state_hash"], base["final_state_hash"]);
+    EXPECT_EQ(caught["faults_injected"]["F2"], base["faults_injected"]["F2"]);
+    EXPECT_EQ(caught["load_failures"], base["load_failures"]);
+    EXPECT_EQ(caught["silent_corruptions"].get<int>(), 0);
+
+    EXPECT_EQ(report(error, "trust-partial-load")["final_state_hash"], base["final_state_hash"]);
+    const nlohmann::json trusted = report(partial, "trust-partial-load");
+    EXPECT_GT(trusted["faults_injected"].value("F2", 0), 0);
+    EXPECT_LT(trusted["load_failures"].get<int>(), base["load_failures"].get<int>()) << "partial loads now count as loads";
+    EXPECT_GT(trusted["silent_corruptions"].get<int>(), 0);
+    EXPECT_GT(trusted["invariant_violations"].value("OR1_ground_truth", 0), 0);
+    EXPECT_EQ(trusted["invariant_violations"].value("FM5_resident", 0), 0);
 }
