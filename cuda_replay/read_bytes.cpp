@@ -128,6 +128,9 @@ void damage_rows(ReadRows& r, const LayerShape& shape, model::Form form, Damage 
         case Damage::unwritten: zero_rows(r, 0, r.rows); return;
         case Damage::lost_half: zero_rows(r, r.rows / 2, r.rows); return;
         case Damage::lost_block: zero_rows(r, r.rows - rows_per_block(shape, form, r.rows), r.rows); return;
+        // A load that stopped short (F2 partial, taken as complete): the rows past the first
+        // half never arrived, and the fresh slot holds zeros there.
+        case Damage::torn: zero_rows(r, r.rows / 2, r.rows); return;
     }
 }
 

@@ -22,6 +22,7 @@ std::string_view damage_name(Damage damage) {
         case Damage::lost_half: return "lost_half";
         case Damage::lost_block: return "lost_block";
         case Damage::misaligned: return "misaligned";
+        case Damage::torn: return "torn";
     }
     return "?";
 }
@@ -30,7 +31,7 @@ bool Read::moved() const { return std::find(transport.begin(), transport.end(), 
 
 namespace {
 
-constexpr Damage kAllDamage[] = {Damage::none, Damage::unwritten, Damage::lost_half, Damage::lost_block, Damage::misaligned};
+constexpr Damage kAllDamage[] = {Damage::none, Damage::unwritten, Damage::lost_half, Damage::lost_block, Damage::misaligned, Damage::torn};
 
 class Parser {
 public:

@@ -19,7 +19,7 @@ inline constexpr int kMaxTokens = 1 << 20;       // prompt and source token list
 inline constexpr int kMaxDecodeSteps = 4096;
 inline constexpr int kMaxReads = 1 << 16;
 
-enum class Damage { none, unwritten, lost_half, lost_block, misaligned };
+enum class Damage { none, unwritten, lost_half, lost_block, misaligned, torn };
 enum class Transport { offload, load };
 
 std::string_view damage_name(Damage damage);

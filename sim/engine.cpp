@@ -268,6 +268,7 @@ private:
         after(io_outcome_);
         if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
         if (exporter_ && loaded) exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
+        if (exporter_ && loaded && kind == StepKind::partial_load) exporter_->note_torn(op.segment, world_.segments[op.segment].epoch);
         if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
             Tracking& t = tracking_[op.request];
             metrics_.io_wait.add(static_cast<double>(now_ - t.io_wait_start_ns) / 1e6);

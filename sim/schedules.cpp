@@ -61,6 +61,8 @@ void ScheduleExporter::note_fault(const model::World& w, const model::Step& step
 
 void ScheduleExporter::note_loaded(std::uint32_t segment, std::uint32_t epoch) { loaded_.insert({segment, epoch}); }
 
+void ScheduleExporter::note_torn(std::uint32_t segment, std::uint32_t epoch) { torn_.insert({segment, epoch}); }
+
 namespace {
 
 nlohmann::json tokens_of(const model::RequestSpec& spec, std::uint32_t end) {
@@ -113,6 +115,7 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
                 if (slot.content == 0) damage = "unwritten";
                 else if (!ws.whole) damage = ws.stage == model::Stage::evicting ? "lost_half" : "lost_block";
                 else if (!f.aligned) damage = "misaligned";
+                else if (torn_.count({writer, ws.epoch}) != 0) damage = "torn";
             }
             if (f.present && loaded_.count({e.segment, e.epoch}) != 0) transport = {"offload", "load"};
         }

@@ -32,6 +32,8 @@ public:
     void note_fault(const model::World& world, const model::Step& step, FaultClass fault, const std::string& what,
                     std::uint64_t step_number);
     void note_loaded(std::uint32_t segment, std::uint32_t epoch);
+    // A load that delivered only part of the segment and was taken as complete (F2 partial).
+    void note_torn(std::uint32_t segment, std::uint32_t epoch);
     void export_read(const model::World& world, std::uint32_t request, const std::vector<model::Violation>& violations);
     std::uint64_t written() const { return written_; }
 
@@ -44,6 +46,7 @@ private:
     std::uint64_t written_ = 0;
     std::map<std::uint32_t, std::shared_ptr<const model::RequestSpec>> specs_;  // writers by uid
     std::set<std::pair<std::uint32_t, std::uint32_t>> loaded_;                  // (segment, epoch) after a load
+    std::set<std::pair<std::uint32_t, std::uint32_t>> torn_;                    // (segment, epoch) after a torn load
     struct FaultNote {
         std::uint64_t step = 0;
         std::string what;

@@ -280,3 +280,15 @@ TEST(ReplayCrosscheck, NaiveDivergencesAreExactlyTheOraclesCorruptions) {
     }
     EXPECT_GT(diverged, 0) << "no naive schedule diverged: the cross-check would prove nothing";
 }
+
+// Proves: the trust-partial-load mutant's torn loads replay as the oracle judged them: on the F2
+// partial-load scenario the schedules whose replay diverges (their torn reads carry damage "torn")
+// are exactly those the oracle flagged, and some do diverge.
+TEST(ReplayCrosscheck, TornLoadDivergencesAreExactlyTheOraclesCorruptions) {
+    const Outcome o = check(fs::path(KVCHECK_SOURCE_DIR) / "scenarios" / "fault-f2-partial-load.json", "trust-partial-load");
+    std::printf("%s\n", report(o, "trust-partial-load").c_str());
+    ASSERT_FALSE(o.skipped) << o.why;
+    EXPECT_TRUE(o.false_alarms.empty()) << "diverged although the oracle said clean:" << join(o.false_alarms);
+    EXPECT_TRUE(o.misses.empty()) << "the oracle said corrupt but the replay is bit exact:" << join(o.misses);
+    EXPECT_GT(o.diverged, 0) << "no torn schedule diverged: the cross-check would prove nothing";
+}

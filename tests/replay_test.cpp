@@ -197,7 +197,7 @@ TEST(ReplayToy, RequestSourcesReplayLikeExplicitSources) {
 // read's own group and form (not a later layer that merely inherits the difference).
 TEST(ReplayToy, EveryDamageKindDivergesInItsGroup) {
     const Schedule clean = toy(96);
-    for (Damage damage : {Damage::unwritten, Damage::lost_half, Damage::lost_block, Damage::misaligned})
+    for (Damage damage : {Damage::unwritten, Damage::lost_half, Damage::lost_block, Damage::misaligned, Damage::torn})
         for (std::size_t i = 0; i < clean.reads.size(); ++i) {
             Schedule s = clean;
             s.reads[i].damage = damage;
