@@ -20,6 +20,7 @@ const auto run_kvcheck = &kvcheck;
 #include "sim/check/scope.hpp"
 #include "sim/check/trail.hpp"
 #include "sim/input_error.hpp"
+#include "tests/explore_fixtures.hpp"
 
 namespace model = kvcheck::model;
 namespace sim = kvcheck::sim;
@@ -109,30 +110,6 @@ TEST(DepthFirst, CounterexamplesAreShrunkToOneMinimal) {
     }
 }
 
-namespace {
-
-// As tests/checker_test.cpp's explore_in_pieces, depth first: stops at each state bound in turn
-// and resumes from the checkpoint each stop wrote, round-tripped through its binary encoding.
-sim::ExploreReport explore_in_pieces(const sim::Scope& scope, const std::string& policy, const std::vector<std::uint64_t>& state_bounds,
-                                     bool stop_at_first) {
-    std::optional<sim::ExploreCheckpoint> checkpoint;
-    for (std::size_t piece = 0;; ++piece) {
-        sim::ExploreOptions options;
-        options.order = sim::Order::depth_first;
-        options.stop_at_first = stop_at_first;
-        options.max_states = piece < state_bounds.size() ? state_bounds[piece] : options.max_states;
-        options.resume = checkpoint ? &*checkpoint : nullptr;
-        sim::ExploreReport r = sim::explore(scope, model::find_policy(policy)->defenses, options);
-        if (!r.checkpoint) return r;
-        EXPECT_LT(piece, state_bounds.size()) << "a run without a bound left a checkpoint";
-        EXPECT_EQ(r.bound_hit, "max_states");
-        r.checkpoint->policy = policy;
-        checkpoint = sim::decode_checkpoint(sim::encode_checkpoint(*r.checkpoint), "memory");
-    }
-}
-
-}  // namespace
-
 // Proves a depth-first run stopped by a bound and resumed (twice) ends with exactly the
 // uninterrupted result, and one that found a counterexample before a stop keeps it. The depth
 // bound makes states expanded again from shorter paths after each resume: the depths the
@@ -141,7 +118,9 @@ TEST(DepthFirst, ResumedRunEqualsUninterruptedRun) {
     sim::Scope bounded = sim::named_scope("small");
     bounded.max_depth = 22;
     const sim::ExploreReport whole = explore(bounded, "validated", sim::Order::depth_first);
-    const sim::ExploreReport pieces = explore_in_pieces(bounded, "validated", {20'000, 90'000}, true);
+    sim::ExploreOptions depth_first;
+    depth_first.order = sim::Order::depth_first;
+    const sim::ExploreReport pieces = explore_in_pieces(bounded, "validated", depth_first, {20'000, 90'000});
     EXPECT_EQ(pieces.bound_hit, "max_depth");
     EXPECT_EQ(pieces.states, whole.states);
     EXPECT_EQ(pieces.transitions, whole.transitions);
@@ -149,11 +128,10 @@ TEST(DepthFirst, ResumedRunEqualsUninterruptedRun) {
     EXPECT_EQ(pieces.depth_cut_states, whole.depth_cut_states);
     EXPECT_EQ(pieces.stuck_states, whole.stuck_states);
 
-    sim::ExploreOptions options;
-    options.order = sim::Order::depth_first;
-    options.stop_at_first = false;
-    const sim::ExploreReport kept_whole = sim::explore(sim::named_scope("small"), model::find_policy("no-pin")->defenses, options);
-    const sim::ExploreReport kept = explore_in_pieces(sim::named_scope("small"), "no-pin", {3'000, 60'000}, false);
+    sim::ExploreOptions keep_going = depth_first;
+    keep_going.stop_at_first = false;
+    const sim::ExploreReport kept_whole = sim::explore(sim::named_scope("small"), model::find_policy("no-pin")->defenses, keep_going);
+    const sim::ExploreReport kept = explore_in_pieces(sim::named_scope("small"), "no-pin", keep_going, {3'000, 60'000});
     ASSERT_TRUE(kept.counterexample.has_value() && kept_whole.counterexample.has_value());
     EXPECT_EQ(kept.counterexample->steps, kept_whole.counterexample->steps);
     EXPECT_EQ(kept.states, kept_whole.states);

@@ -17,6 +17,7 @@
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
 #include "sim/check/symmetry.hpp"
+#include "tests/explore_fixtures.hpp"
 #include "sim/engine.hpp"
 #include "sim/files.hpp"
 #include "sim/input_error.hpp"
@@ -30,6 +31,12 @@ sim::ExploreReport explore(const std::string& scope, const std::string& policy, 
     options.max_seconds = 300;
     options.target = target;
     return sim::explore(sim::named_scope(scope), model::find_policy(policy)->defenses, options);
+}
+
+sim::ExploreOptions targeting(const std::string& invariant) {
+    sim::ExploreOptions options;
+    options.target = invariant;
+    return options;
 }
 
 // A proof: every state of the scope explored, none violating, and no request stuck.
@@ -220,33 +227,10 @@ TEST(Counterexample, ShrinkingKeepsTheViolation) {
     EXPECT_NE(sim::counterexample_dot(shrunk).find("RL4_graph_topology"), std::string::npos);
 }
 
-namespace {
-
-// Runs `scope`/`policy` to the end, stopping at each state bound in turn and resuming from the
-// checkpoint each stop wrote (round-tripped through its binary encoding).
-sim::ExploreReport explore_in_pieces(const std::string& scope, const std::string& policy, const std::string& target,
-                                     const std::vector<std::uint64_t>& state_bounds) {
-    std::optional<sim::ExploreCheckpoint> checkpoint;
-    for (std::size_t piece = 0;; ++piece) {
-        sim::ExploreOptions options;
-        options.target = target;
-        options.max_states = piece < state_bounds.size() ? state_bounds[piece] : options.max_states;
-        options.resume = checkpoint ? &*checkpoint : nullptr;
-        sim::ExploreReport r = sim::explore(sim::named_scope(scope), model::find_policy(policy)->defenses, options);
-        if (!r.checkpoint) return r;
-        EXPECT_LT(piece, state_bounds.size()) << "a run without a bound left a checkpoint";
-        EXPECT_EQ(r.bound_hit, "max_states");
-        r.checkpoint->policy = policy;
-        checkpoint = sim::decode_checkpoint(sim::encode_checkpoint(*r.checkpoint), "memory");
-    }
-}
-
-}  // namespace
-
 // Proves a run stopped by a bound and resumed (twice) ends with exactly the uninterrupted result.
 TEST(Explorer, ResumedRunEqualsUninterruptedRun) {
     const sim::ExploreReport whole = explore("small", "validated");
-    const sim::ExploreReport pieces = explore_in_pieces("small", "validated", "", {20'000, 90'000});
+    const sim::ExploreReport pieces = explore_in_pieces(sim::named_scope("small"), "validated", {}, {20'000, 90'000});
     EXPECT_TRUE(pieces.exhausted) << pieces.bound_hit;
     EXPECT_EQ(pieces.states, whole.states);
     EXPECT_EQ(pieces.transitions, whole.transitions);
@@ -288,7 +272,7 @@ TEST(Explorer, ResumeAtAnyBoundEqualsTheUninterruptedRunAtThatBound) {
 TEST(Explorer, ResumedRunFindsTheSameCounterexample) {
     const sim::ExploreReport whole = explore("reference", "no-revalidate", "RL3_toctou");
     ASSERT_TRUE(whole.counterexample.has_value());
-    const sim::ExploreReport pieces = explore_in_pieces("reference", "no-revalidate", "RL3_toctou", {500, 2'000});
+    const sim::ExploreReport pieces = explore_in_pieces(sim::named_scope("reference"), "no-revalidate", targeting("RL3_toctou"), {500, 2'000});
     ASSERT_TRUE(pieces.counterexample.has_value());
     EXPECT_EQ(pieces.counterexample->steps, whole.counterexample->steps);
     EXPECT_EQ(pieces.states, whole.states);

@@ -229,18 +229,18 @@ inline bool all_done(const model::World& w) {
 // of its canonical renaming (`labels` is scratch).
 std::uint64_t explored_key(const model::World& w, Reduction reduction, std::vector<std::uint32_t>& labels);
 
-// Throws InputError unless checkpoint `c` is of the question these options ask (same scope,
-// target, search order, liveness, reduction and model).
-void check_same_question(const ExploreCheckpoint& c, const Scope& scope, const ExploreOptions& options, std::uint64_t initial_hash);
-
 // The counterexample that ends at `node`: its path from the initial world, described. A
 // depth-first path is rarely the shortest, so it is shrunk first (sim::shrink).
 Counterexample counterexample_at(const Nodes& nodes, std::uint32_t node, const std::vector<model::Violation>& violations,
                                  const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options);
 
-// The counterexample a resumed checkpoint carries, replayed: InputError when it violates nothing.
-Counterexample resumed_counterexample(const Nodes& nodes, std::uint32_t node, const Scope& scope, const model::Defenses& defenses,
-                                      const ExploreOptions& options);
+// What resuming checkpoint `c` does alike in both orders: checks it asks this question (same
+// scope, target, search order, liveness, reduction and model; InputError otherwise), takes
+// its nodes, its visited keys (with their nodes or depths) and the report's counts so far, and
+// replays the counterexample it carries. The frontier is the caller's to rebuild with `replayer`
+// (built over `nodes`). Returns the counterexample's node (0: none).
+std::uint32_t resume_common(const ExploreCheckpoint& c, const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options,
+                            std::uint64_t initial_hash, Nodes& nodes, VisitedTable& visited, PathReplayer& replayer, ExploreReport& report);
 
 // A stop while a resumed checkpoint's frontier is being rebuilt: the report of a run that
 // expanded nothing, keeping the checkpoint as it was.

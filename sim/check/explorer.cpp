@@ -142,21 +142,11 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     std::uint32_t counterexample_node = 0;
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
-        check_same_question(c, scope, options, initial_hash);
-        for (std::size_t i = 0; i < c.parents.size(); ++i) nodes.push_back({c.parents[i], c.steps[i]});
-        for (std::size_t i = 0; i < c.keys.size(); ++i) visited.insert(c.keys[i], c.keep_graph ? c.key_nodes[i] : 0);
+        PathReplayer replayer(initial, nodes);
+        counterexample_node = resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
         edges = c.edges;
         depth = c.depth;
-        report.transitions = c.transitions;
-        report.stuck_states = c.stuck_states;
-        report.other_violations = c.other_violations;
         seconds_before = c.seconds;
-        PathReplayer replayer(initial, nodes);
-        counterexample_node = c.counterexample_node;
-        if (counterexample_node != 0) {
-            replayer.rebuild(counterexample_node);  // every step of its path enabled, or an input error
-            report.counterexample = resumed_counterexample(nodes, counterexample_node, scope, defenses, options);
-        }
         // Rebuilding a large frontier takes a while; a stop meanwhile leaves the checkpoint as it was.
         for (Level* to : {&level, &next})
             for (std::uint32_t id : to == &level ? c.level : c.next) {

@@ -63,21 +63,9 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
     std::uint32_t counterexample_node = 0;
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
-        check_same_question(c, scope, options, initial_hash);
-        for (std::size_t i = 0; i < c.parents.size(); ++i) nodes.push_back({c.parents[i], c.steps[i]});
-        for (std::size_t i = 0; i < c.keys.size(); ++i) visited.restore(c.keys[i], 0, c.key_depths[i]);
-        report.depth = c.depth;
-        report.transitions = c.transitions;
-        report.stuck_states = c.stuck_states;
-        report.other_violations = c.other_violations;
-        report.depth_cut_states = c.depth_cut_states;
-        seconds_before = c.seconds;
         PathReplayer replayer(initial, nodes);
-        counterexample_node = c.counterexample_node;
-        if (counterexample_node != 0) {
-            replayer.rebuild(counterexample_node);  // every step of its path enabled, or an input error
-            report.counterexample = resumed_counterexample(nodes, counterexample_node, scope, defenses, options);
-        }
+        counterexample_node = resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
+        seconds_before = c.seconds;
         for (std::size_t i = 0; i < c.level.size(); ++i) {
             if (options.stop != nullptr && options.stop->load()) {
                 ExploreReport stopped = stopped_while_resuming(c);
