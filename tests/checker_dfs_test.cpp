@@ -197,3 +197,22 @@ TEST(DepthFirst, MutantsTakesTheOrder) {
     EXPECT_EQ(found[0]["invariant"], "RL3_toctou");
     EXPECT_EQ(found[0]["counterexample_steps"], explore("small", "no-pin", sim::Order::depth_first, "RL3_toctou").counterexample->steps.size());
 }
+
+// Proves a depth-first checkpoint written by the command line resumes depth first, and a resume
+// that asks for the other order is refused with exit 2 naming --order.
+TEST(DepthFirst, CommandLineResumeKeepsTheOrder) {
+    const fs::path dir = scratch("dfs-resume");
+    const std::string checkpoint = (dir / "check.checkpoint").string();
+    const Outcome stopped = run_kvcheck({"check", "--scope", "small", "--order", "dfs", "--max-states", "5000", "--checkpoint", checkpoint, "--quiet"});
+    ASSERT_EQ(stopped.code, 0) << stopped.all();
+    ASSERT_TRUE(fs::is_regular_file(checkpoint)) << stopped.all();
+    const Outcome refused = run_kvcheck({"check", "--resume", checkpoint, "--order", "bfs", "--quiet"});
+    EXPECT_EQ(refused.code, 2) << refused.all();
+    EXPECT_NE(refused.err.find("--order"), std::string::npos) << refused.all();
+    const Outcome resumed = run_kvcheck({"check", "--resume", checkpoint, "--quiet"});
+    ASSERT_EQ(resumed.code, 0) << resumed.all();
+    EXPECT_NE(resumed.out.find("order=dfs"), std::string::npos) << resumed.all();
+    EXPECT_NE(resumed.out.find("states=" + std::to_string(explore("small", "validated", sim::Order::depth_first).states)), std::string::npos)
+        << resumed.all();
+    EXPECT_FALSE(fs::exists(checkpoint)) << "a finished run removes the checkpoint it resumed";
+}
