@@ -217,7 +217,10 @@ void DuplicateKeys::next_element() {
 
 std::string DuplicateKeys::pointer() const {
     std::string out;
-    for (const Frame& f : frames_) out += "/" + (f.object ? pointer_escape(f.key) : std::to_string(f.index));
+    for (const Frame& f : frames_) {
+        out += '/';
+        out += f.object ? pointer_escape(f.key) : std::to_string(f.index);
+    }
     return out;
 }
 
