@@ -14,11 +14,12 @@ std::uint32_t matched_end(const World& w, const RequestSpec& reader, const Segme
     const std::uint32_t prompts = std::min(reader.input_tokens, writer.input_tokens) / unit * unit;
     std::uint32_t mismatch = std::min(e.end, prompts);  // a unit end that does not match, once bisecting
     // Inside both prompts a prefix's key is its last content block's chain hash and its length,
-    // so the chains can be compared without hashing.
+    // so the chains can be compared without hashing (not so for a session's turn, whose prompt
+    // opens with an earlier turn's keys).
     const std::uint32_t block = reader.content_block_tokens;
+    const bool chains = block == writer.content_block_tokens && !reader.prior && !writer.prior;
     const auto same = [&](std::uint32_t t) {
-        return block == writer.content_block_tokens ? reader.chain[(t - 1) / block] == writer.chain[(t - 1) / block]
-                                                    : reader.key(t) == writer.key(t);
+        return chains ? reader.chain[(t - 1) / block] == writer.chain[(t - 1) / block] : reader.key(t) == writer.key(t);
     };
     if (mismatch > matched) {
         if (same(mismatch)) {

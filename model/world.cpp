@@ -88,6 +88,20 @@ RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t
     return spec;
 }
 
+RequestSpec make_turn_spec(std::uint32_t uid, std::shared_ptr<const RequestSpec> prior, std::uint32_t shared_blocks,
+                           const std::vector<std::uint64_t>& block_ids, std::uint32_t content_block_tokens,
+                           std::uint32_t input_tokens, std::uint32_t output_tokens) {
+    KV_ASSERT(prior != nullptr, "a turn continues an earlier one");
+    const std::uint32_t prior_tokens = prior->input_tokens + prior->output_tokens;
+    KV_ASSERT(prior_tokens > 0 && input_tokens >= prior_tokens, "a turn's prompt holds the earlier prompt and answer");
+    RequestSpec spec = make_request_spec(uid, block_ids, content_block_tokens, input_tokens, output_tokens);
+    const std::uint64_t salt = prior->key(prior_tokens);
+    for (std::size_t b = shared_blocks; b < spec.chain.size(); ++b) spec.chain[b] = hash_combine(spec.chain[b], salt);
+    spec.prior = std::move(prior);
+    spec.prior_tokens = prior_tokens;
+    return spec;
+}
+
 World::World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode)
     : config(std::move(model)), derived(derive(*config)), defenses(policy), rollout(mode), limits(limit) {
     KV_ASSERT(config != nullptr, "a world needs a model config");

@@ -163,8 +163,13 @@ struct RequestSpec {
     std::uint32_t output_tokens = 0;
     std::uint32_t content_block_tokens = 512;
     std::vector<std::uint64_t> chain;    // chain[i]: hash of content blocks 0..i
+    // Sessions: the prompt opens with an earlier turn's prompt and answer, keyed as that turn keys
+    // them, so its decoded KV is found again (make_turn_spec). Null for a request of its own.
+    std::shared_ptr<const RequestSpec> prior;
+    std::uint32_t prior_tokens = 0;      // prior->input_tokens + prior->output_tokens
     // Content key of the prefix [0, tokens); inline, as every walk over the index asks for it.
     std::uint64_t key(std::uint32_t tokens) const {
+        if (tokens <= prior_tokens) [[unlikely]] return tokens == 0 ? 0 : prior->key(tokens);
         if (tokens == 0 || chain.empty()) return 0;
         if (tokens <= input_tokens) {
             const std::size_t block = (tokens - 1) / content_block_tokens;
@@ -180,6 +185,14 @@ struct RequestSpec {
 // prefix hit is always a longest common prefix (ids need not be prefix-chained already).
 RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
                               std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens);
+
+// The next turn of a session: `prior`'s prompt and answer, then the turn's own tokens. The first
+// `shared_blocks` ids are the prior's whole prompt blocks; every later chain entry also hashes the
+// prior's content, so the turn's own keys differ from any request that does not continue it.
+// Needs input_tokens >= prior->input_tokens + prior->output_tokens.
+RequestSpec make_turn_spec(std::uint32_t uid, std::shared_ptr<const RequestSpec> prior, std::uint32_t shared_blocks,
+                           const std::vector<std::uint64_t>& block_ids, std::uint32_t content_block_tokens,
+                           std::uint32_t input_tokens, std::uint32_t output_tokens);
 
 struct Request {
     std::shared_ptr<const RequestSpec> spec;

@@ -12,6 +12,7 @@
 #include "sim/check/trail.hpp"
 #include "sim/faults.hpp"
 #include "sim/schedules.hpp"
+#include "sim/workload/sessions.hpp"
 
 namespace kvcheck::sim {
 
@@ -21,7 +22,7 @@ using model::Phase;
 using model::Step;
 using model::StepKind;
 
-enum class EventKind : std::uint8_t { arrival, step, io_done, fault };
+enum class EventKind : std::uint8_t { arrival, step, io_done, fault, turn };
 
 struct Event {
     std::uint64_t time;
@@ -35,6 +36,7 @@ struct Event {
 // Per request slot: what the simulator knows beyond the model.
 struct Tracking {
     std::uint32_t uid = 0;
+    std::uint32_t turn = 0;  // with sessions: its index in the trace
     std::uint64_t arrival_ns = 0;
     std::uint64_t io_wait_start_ns = 0;
     std::uint64_t prefill_start_ns = 0;
@@ -53,6 +55,7 @@ public:
         t.seed = seed_;
         arrivals_ = std::make_unique<ArrivalStream>(s.trace_path, t, s.requests);
         if (!o.schedules_dir.empty()) exporter_ = std::make_unique<ScheduleExporter>(o.schedules_dir, s, policy_, seed_);
+        if (s.sessions.enabled) sessions_ = std::make_unique<SessionBook>(s.sessions);
     }
 
     RunResult run() {
@@ -78,6 +81,7 @@ public:
                 }
                 case EventKind::io_done: io_done(e.a); break;
                 case EventKind::fault: fire_fault(e.a); break;
+                case EventKind::turn: start(sessions_->take(e.a), e.a); break;
             }
             if (options_.progress && (metrics_.events & 0xFFFF) == 0) options_.progress(finished_, metrics_.events);
         }
@@ -88,6 +92,7 @@ public:
         metrics_.sim_time_ns = now_;
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next()};
+        if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};
         result.metrics = std::move(metrics_);
         result.timeline = std::move(timeline_);
         result.schedules_written = exporter_ ? exporter_->written() : 0;
@@ -112,14 +117,27 @@ private:
     }
 
     void arrive() {
+        if (!sessions_) return start(next_, 0, true);
+        const std::optional<SessionBook::Due> due = sessions_->due(next_, now_);
+        KV_ASSERT(!due || due->turn <= UINT32_MAX, "trace index beyond 32 bits");
+        if (due && due->at_ns == now_) return start(next_, static_cast<std::uint32_t>(due->turn), true);
+        // Held: until the turn it continues finishes (released by finish) or until its think time is over.
+        if (due) schedule(due->at_ns, EventKind::turn, static_cast<std::uint32_t>(due->turn), 0);
+        pull_next_arrival();
+    }
+
+    // A request arrives: `record` is next_ for one from the stream (which is pulled on once the
+    // spec is made), a held session turn's record otherwise.
+    void start(const TraceRecord& record, std::uint32_t turn, bool from_stream = false) {
         const std::uint32_t uid = static_cast<std::uint32_t>(metrics_.requests++);
-        auto spec = std::make_shared<model::RequestSpec>(
-            model::make_request_spec(uid, next_.block_ids, next_.block_tokens, next_.input_tokens, next_.output_tokens));
+        auto spec = sessions_ ? sessions_->spec(turn, uid, record)
+                              : std::make_shared<model::RequestSpec>(model::make_request_spec(
+                                    uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
         if (exporter_) exporter_->remember(spec);
         const std::uint32_t r = world_.add_request(std::move(spec));
         if (tracking_.size() <= r) tracking_.resize(r + 1);
-        tracking_[r] = Tracking{uid, now_, 0, 0, 0, false, false};
-        pull_next_arrival();
+        tracking_[r] = Tracking{uid, turn, now_, 0, 0, 0, false, false};
+        if (from_stream) pull_next_arrival();
         faults_.before_lookup(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
         request_step(r, StepKind::lookup);
     }
@@ -209,6 +227,9 @@ private:
                                std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
                 world_.release_request(r);
                 ++finished_;
+                if (sessions_)
+                    for (const SessionBook::Due& d : sessions_->finished(t.turn, now_))
+                        schedule(d.at_ns, EventKind::turn, static_cast<std::uint32_t>(d.turn), 0);
                 break;
             default: KV_UNREACHABLE("not a request step");
         }
@@ -407,6 +428,7 @@ private:
     std::vector<Tracking> tracking_;
     std::vector<model::Violation> read_violations_;
     std::unique_ptr<ScheduleExporter> exporter_;
+    std::unique_ptr<SessionBook> sessions_;  // with sessions: turns found in the trace, held turns
     std::uint64_t steps_ = 0;  // model steps applied so far; schedules name faults by it
     // One outcome per kind of caller, reused step after step (a request step may start offloads
     // and faults while its own outcome is still read).

@@ -106,7 +106,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(info.final_state_hash));
     char unseed[32];
     std::snprintf(unseed, sizeof unseed, "%016llx", static_cast<unsigned long long>(info.unseed));
-    return {{"schema_version", kReportSchemaVersion},
+    nlohmann::json report = {{"schema_version", kReportSchemaVersion},
             {"scenario", info.scenario},
             {"preset", info.preset},
             {"policy", info.policy},
@@ -144,6 +144,8 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},
             {"final_state_hash", hash},
             {"unseed", unseed}};
+    if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
+    return report;
 }
 
 std::string prometheus_text(const RunInfo& info, const Metrics& m) {
@@ -189,6 +191,10 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     for (int k = 0; k < kFaultClassCount; ++k)
         out << "kvcheck_faults_injected_total{" << policy << ",fault=\"" << fault_name(static_cast<FaultClass>(k)) << "\"} "
             << m.faults[k] << "\n";
+    if (m.sessions) {
+        counter("session_turns_total", "Requests that continued an earlier turn of their session.", m.sessions->turns);
+        counter("session_waits_total", "Session turns that arrived late: the earlier turn had not finished.", m.sessions->waited);
+    }
     counter("offloads_total", "Offload copies started (GPU to host/disk).", m.offloads);
     counter("loads_total", "Loads from host/disk that completed, misaligned reloads included.", m.loads);
     counter("load_failures_total", "Loads that failed (F2).", m.load_failures);

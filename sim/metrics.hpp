@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,13 @@ private:
     std::vector<SeriesPoint> points_;
 };
 
+// With sessions (docs/traces.md): requests that continued an earlier turn, and those of them that
+// arrived later than their trace time because that turn had not finished.
+struct SessionCounts {
+    std::uint64_t turns = 0;
+    std::uint64_t waited = 0;
+};
+
 struct Metrics {
     std::uint64_t requests = 0;
     std::uint64_t lookups = 0;
@@ -100,6 +108,7 @@ struct Metrics {
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
+    std::optional<SessionCounts> sessions;  // only in runs with sessions
 
     void sample_memory(const model::World& world);
     double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }

@@ -125,6 +125,19 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
                 r.finish();
             }
     }
+    if (const nlohmann::json* sessions = f.raw("sessions")) {
+        // true, false, or an object of options (an empty one takes the defaults).
+        if (sessions->is_boolean()) {
+            s.sessions.enabled = sessions->get<bool>();
+        } else if (!sessions->is_object()) {
+            problems.add("/workload/sessions", "expected true, false or an object of session options, got " + json_type_name(*sessions));
+        } else {
+            Fields o(*sessions, "/workload/sessions", problems);
+            s.sessions.enabled = o.flag("enabled", true);
+            s.sessions.think_ns = ms_to_ns(o.number("think_ms", 0, 0, 1e9));
+            o.finish();
+        }
+    }
     f.finish();
     if (s.trace_path.empty() && s.requests.empty()) problems.add("/workload", "expected a \"trace\" or a non-empty \"requests\" list");
 }
@@ -261,16 +274,25 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
 
 // A bound's key must name a number in report.json. The shape is that of an empty run's report:
 // an object that is empty there (miss_reasons, a form's reasons) takes any key, since its keys
-// are the ones that occur.
-void check_report_path(const std::string& path, const std::string& pointer, Problems& problems) {
-    static const nlohmann::json shape = report_json(RunInfo{}, Metrics{});
-    const nlohmann::json* node = &shape;
+// are the ones that occur. `sessions` is in the report of a run with sessions only.
+void check_report_path(const std::string& path, const std::string& pointer, bool sessions, Problems& problems) {
+    static const nlohmann::json plain = report_json(RunInfo{}, Metrics{});
+    static const nlohmann::json with_sessions = [] {
+        Metrics m;
+        m.sessions = SessionCounts{};
+        return report_json(RunInfo{}, m);
+    }();
+    const nlohmann::json* node = sessions ? &with_sessions : &plain;
     std::string walked;
     std::size_t from = 0;
     while (true) {
         const std::size_t dot = path.find('.', from);
         const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
         if (node->is_object() && node->empty()) return;
+        if (!sessions && walked.empty() && key == "sessions") {
+            problems.add(pointer, "\"" + path + "\" is in report.json only when workload.sessions is on");
+            return;
+        }
         if (key.empty() || !node->is_object() || !node->contains(key)) {
             std::string known;
             if (node->is_object())
@@ -303,7 +325,7 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     return out;
 }
 
-Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
+Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, bool sessions, Problems& problems) {
     Expectation e;
     if (!value.is_object()) {
         problems.add(pointer, "expected an object of expectations");
@@ -314,7 +336,7 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
         if (key == "violates") e.violates = invariant_list(item, at, problems);
         else if (key == "holds") e.holds = invariant_list(item, at, problems);
         else {
-            check_report_path(key, at, problems);
+            check_report_path(key, at, sessions, problems);
             e.metrics[key] = parse_bound(item, at, problems);
         }
     }
@@ -409,7 +431,7 @@ Scenario parse(const std::string& path, Problems& problems) {
             for (const auto& [key, item] : e->items()) {
                 if (key != "*" && model::find_policy(key) == nullptr)
                     problems.add("/expect/" + pointer_escape(key), "unknown policy \"" + key + "\" (use \"*\" for any policy)");
-                s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), problems);
+                s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), s.sessions.enabled, problems);
             }
     }
     top.finish();

@@ -13,6 +13,7 @@
 #include "model/steps.hpp"
 #include "sim/check/scope.hpp"
 #include "sim/input_error.hpp"
+#include "sim/workload/sessions.hpp"
 #include "sim/workload/trace.hpp"
 
 namespace kvcheck::sim {
@@ -72,6 +73,7 @@ struct Scenario {
     std::string trace_path;                // resolved against the scenario's folder
     TraceOptions trace;
     std::vector<TraceRecord> requests;
+    SessionOptions sessions;               // multi-turn sessions found in the ids (docs/traces.md)
 
     std::uint64_t gpu_budget_bytes = 80ULL << 30;
     TierConfig host{256ULL << 30, 20, 5, 2};
