@@ -191,3 +191,18 @@ TEST(SessionRuns, BadOptionsAreRefusedAtTheirPointer) {
 }
 
 }  // namespace
+
+// Proves: `kvcheck trace stats` counts the turns a run with sessions replays: on the committed
+// conversation-shaped trace, its session_turns equal sessions.turns of the sessions scenario's
+// report (which reads the same trace), and they are a real share of the trace.
+TEST(SessionRuns, TraceStatsCountTheTurnsARunReplays) {
+    const Outcome stats = run_kvcheck({"trace", "stats", "traces/synth/conversation-small.jsonl", "--json"});
+    ASSERT_EQ(stats.code, 0) << stats.all();
+    const nlohmann::json counted = nlohmann::json::parse(stats.out);
+    const fs::path source = kSourceDir / "scenarios" / "sessions-conversation.json";
+    const Outcome run = run_kvcheck({"run", relocated_copy(source, read_json(source), "sessions-stats").string(), "--json", "--quiet"});
+    ASSERT_EQ(run.code, 0) << run.all();
+    const nlohmann::json report = nlohmann::json::parse(run.out);
+    EXPECT_EQ(counted["session_turns"], report["sessions"]["turns"]);
+    EXPECT_GT(counted["session_turns"].get<int>(), counted["requests"].get<int>() / 10);
+}

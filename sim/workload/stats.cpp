@@ -4,6 +4,8 @@
 
 #include <unordered_map>
 
+#include "sim/workload/sessions.hpp"
+
 namespace kvcheck::sim {
 
 namespace {
@@ -22,6 +24,7 @@ TraceStats compute_trace_stats(TraceReader& reader) {
     TraceStats stats;
     // Only looked up, never iterated, so its order cannot reach any output.
     std::unordered_map<std::uint64_t, Holder> latest_holder;
+    SessionLinker sessions;
     TraceRecord record;
     std::uint64_t previous_ns = 0;
     while (reader.next(record)) {
@@ -39,6 +42,7 @@ TraceStats compute_trace_stats(TraceReader& reader) {
         stats.output_tokens += record.output_tokens;
         stats.input_length.add(record.input_tokens);
         stats.output_length.add(record.output_tokens);
+        if (sessions.link(record)) ++stats.session_turns;
 
         const Holder self{index, record.input_tokens / record.block_tokens};
         stats.full_blocks.add(self.full_blocks);

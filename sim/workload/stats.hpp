@@ -41,6 +41,7 @@ struct TraceStats {
     LogHistogram output_length;
     LogHistogram full_blocks;           // whole blocks per request (input_tokens / block_tokens)
     SharingStats sharing;
+    std::uint64_t session_turns = 0;    // requests workload.sessions replays as turns (SessionLinker)
 };
 
 // Reads the reader to its end (or its limit). Memory grows with the number of distinct blocks only.

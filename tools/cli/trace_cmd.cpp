@@ -65,7 +65,8 @@ nlohmann::json stats_json(const sim::TraceStats& s, const sim::TraceOptions& opt
             {"output_tokens_max", s.output_length.max()},
             {"arrival_gap_ms_mean", s.arrival_gap_ns.mean() / 1e6},
             {"sharing",
-             {{"fresh", s.sharing.fresh}, {"continuing", s.sharing.continuing}, {"branching", s.sharing.branching}}}};
+             {{"fresh", s.sharing.fresh}, {"continuing", s.sharing.continuing}, {"branching", s.sharing.branching}}},
+            {"session_turns", s.session_turns}};
 }
 
 void print_stats(const sim::TraceStats& s, const InputFlags& flags, const sim::TraceOptions& options) {
@@ -96,6 +97,8 @@ void print_stats(const sim::TraceStats& s, const InputFlags& flags, const sim::T
     std::printf("sharing        fresh %llu, continuing %llu, branching %llu\n",
                 static_cast<unsigned long long>(s.sharing.fresh), static_cast<unsigned long long>(s.sharing.continuing),
                 static_cast<unsigned long long>(s.sharing.branching));
+    std::printf("session turns  %llu (requests workload.sessions replays as the next turn of an earlier one)\n",
+                static_cast<unsigned long long>(s.session_turns));
 }
 
 void register_stats(CLI::App& trace, Common& common) {
