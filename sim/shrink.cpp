@@ -176,7 +176,10 @@ std::optional<ShrunkRun> shrink_run(const Scenario& scenario, const std::string&
     nlohmann::json doc = parse_json_text(read_file(scenario.path), scenario.path);
     nlohmann::json requests = nlohmann::json::array();
     for (const TraceRecord& r : list) requests.push_back(request_json(r));
-    doc["workload"] = {{"requests", requests}};
+    nlohmann::json workload = {{"requests", requests}};
+    if (const auto it = doc.find("workload"); it != doc.end() && it->is_object() && it->contains("sessions"))
+        workload["sessions"] = (*it)["sessions"];  // the turns, their waits and their reuse go with the requests
+    doc["workload"] = std::move(workload);
     nlohmann::json faults = nlohmann::json::array();
     for (std::size_t i = 0; i < scenario.faults.size(); ++i)
         if (shrinker.fault_applies(i, list.size())) faults.push_back(doc.at("faults").at(i));

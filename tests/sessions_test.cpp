@@ -206,3 +206,22 @@ TEST(SessionRuns, TraceStatsCountTheTurnsARunReplays) {
     EXPECT_EQ(counted["session_turns"], report["sessions"]["turns"]);
     EXPECT_GT(counted["session_turns"].get<int>(), counted["requests"].get<int>() / 10);
 }
+
+// Proves: the counterexample a failing run with sessions leaves keeps workload.sessions beside
+// its shrunk requests (without it the requests would replay as independent ones) and replays with
+// the same violation.
+TEST(SessionRuns, ACounterexampleKeepsItsSessions) {
+    const fs::path source = kSourceDir / "scenarios" / "sessions-conversation.json";
+    nlohmann::json doc = read_json(source);
+    doc.erase("expect");
+    const fs::path copy = relocated_copy(source, doc, "sessions-shrunk");
+    const fs::path out = scratch("sessions-shrunk-out");
+    const Outcome o = run_kvcheck({"run", copy.string(), "--policy", "naive", "--out", out.string(), "--quiet"});
+    ASSERT_EQ(o.code, 1) << o.all();
+    const nlohmann::json shrunk = read_json(out / "counterexample.json");
+    EXPECT_EQ(shrunk["workload"]["sessions"], doc["workload"]["sessions"]);
+    EXPECT_LE(shrunk["workload"]["requests"].size(), 10u);
+    const Outcome replay = run_kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
+    EXPECT_EQ(replay.code, 1) << replay.all();
+    EXPECT_TRUE(nlohmann::json::parse(replay.out).contains("sessions"));
+}
