@@ -362,10 +362,13 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
                 t.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 16, 1, kInputTokensMax));
                 t.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
                 t.warm = r.flag("warm", false);
+                if (const auto c = r.optional_unsigned("continues", 0, 1 << 20)) t.continues = static_cast<std::int32_t>(*c);
                 if (t.ids.size() < blocks_for(t.input_tokens, s.scope.content_block_tokens))
                     problems.add(at + "/blocks", "too few block ids for the prompt");
                 r.finish();
                 s.scope.requests.push_back(std::move(t));
+                // A cross-key rule (the request named, the prompt's length, the ids), so at the request.
+                if (const std::string why = turn_problem(s.scope, i); !why.empty()) problems.add(at, "\"continues\": " + why);
             }
         } else {
             problems.add("/scope/requests", "expected an array of requests");
@@ -482,6 +485,7 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
     for (const RequestTemplate& t : scope.requests) {
         requests.push_back({{"blocks", t.ids}, {"input_tokens", t.input_tokens}, {"output_tokens", t.output_tokens}});
         if (t.warm) requests.back()["warm"] = true;
+        if (t.continues >= 0) requests.back()["continues"] = t.continues;
     }
     nlohmann::json list = nlohmann::json::array();
     model::World w = initial_world(scope, model::find_policy(policy)->defenses);

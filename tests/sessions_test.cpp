@@ -7,6 +7,8 @@ namespace {
 const auto run_kvcheck = &kvcheck;
 }  // namespace
 
+#include "sim/check/explorer.hpp"
+#include "sim/check/scope.hpp"
 #include "sim/workload/sessions.hpp"
 #include "tests/model_fixtures.hpp"
 
@@ -224,4 +226,42 @@ TEST(SessionRuns, ACounterexampleKeepsItsSessions) {
     const Outcome replay = run_kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
     EXPECT_EQ(replay.code, 1) << replay.all();
     EXPECT_TRUE(nlohmann::json::parse(replay.out).contains("sessions"));
+}
+
+// Proves: the checker's session scope starts where the second turn can resume the first turn's
+// prompt and its decoded answer (128 tokens, all five forms of the toy preset), and validated
+// explores it to the end without a violation; the same scope with the second request read as one
+// of its own resumes only the prompt.
+TEST(SessionScope, TheSecondTurnResumesTheAnswerAndValidatedHoldsEverywhere) {
+    sim::Scope scope = sim::named_scope("session");
+    for (const bool turn : {true, false}) {
+        scope.requests[1].continues = turn ? 0 : -1;
+        World w = sim::initial_world(scope, model::find_policy("validated")->defenses);
+        ASSERT_EQ(w.requests[0].phase, model::Phase::done);
+        lookup_step(w, 1);
+        EXPECT_EQ(w.requests[1].resume_len, turn ? 128u : 64u);
+    }
+    scope.requests[1].continues = 0;
+    const sim::ExploreReport report = sim::explore(scope, model::find_policy("validated")->defenses, sim::ExploreOptions{});
+    EXPECT_TRUE(report.exhausted);
+    EXPECT_FALSE(report.counterexample.has_value()) << report.counterexample->violations.front().invariant;
+    EXPECT_EQ(report.stuck_states, 0u);
+}
+
+// Proves: a policy that breaks an invariant while the session scope's first turn warms up alone
+// (shared-freelist: a freed tail slot keeps its form label) is reported by `check` with that
+// warm-up as the counterexample, and counterexample.json, written with the first turn cold,
+// replays it under `kvcheck run` with the same violation.
+TEST(SessionScope, AViolationWhileWarmingUpIsTheCounterexample) {
+    const fs::path out = scratch("session-warm-up");
+    const Outcome o = run_kvcheck({"check", "--scope", "session", "--policy", "shared-freelist", "--out", out.string(), "--json"});
+    ASSERT_EQ(o.code, 1) << o.all();
+    EXPECT_EQ(nlohmann::json::parse(o.out)["violated"], "RL2_form_separation") << o.all();
+    const nlohmann::json doc = read_json(out / "counterexample.json");
+    EXPECT_FALSE(doc["scope"]["requests"][0].contains("warm"));
+    EXPECT_EQ(doc["scope"]["requests"][1]["continues"], 0);
+    for (const auto& step : doc["steps"]) EXPECT_EQ(step["target"], 0) << step;  // the first turn's own steps
+    const Outcome replay = run_kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
+    EXPECT_EQ(replay.code, 1) << replay.all();
+    EXPECT_GT(nlohmann::json::parse(replay.out)["invariant_violations"]["RL2_form_separation"].get<int>(), 0);
 }

@@ -122,6 +122,16 @@ std::optional<Order> order_from_name(const std::string& name) {
 }
 
 ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options) {
+    try {
+        initial_world(scope, defenses);
+    } catch (const WarmUpViolation& broken) {
+        // Broken before any interleaving: the warm-up is the counterexample (a stop-at-first answer).
+        ExploreReport report;
+        const TrailResult trail = replay_trail(broken.cold, defenses, broken.steps);
+        report.counterexample = Counterexample{broken.steps, broken.violations, trail.described};
+        report.counterexample_scope = broken.cold;
+        return report;
+    }
     if (options.order == Order::depth_first) return explore_depth_first(scope, defenses, options);
     const auto started = std::chrono::steady_clock::now();
     double seconds_before = 0;  // spent by the runs a checkpoint continues

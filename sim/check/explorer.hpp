@@ -52,6 +52,9 @@ struct ExploreReport {
     std::uint64_t depth_cut_states = 0;  // states left unexpanded at the depth bound (depth-first: reached
                                          // there, some of them expanded later from a shorter path)
     std::optional<Counterexample> counterexample;
+    // Set when a warm request broke an invariant warming up (WarmUpViolation): the counterexample
+    // is its own steps, which replay from this scope (that request cold), not from the one explored.
+    std::optional<Scope> counterexample_scope;
     std::uint64_t other_violations = 0;  // violating states not matching `target` (not expanded)
     std::uint64_t stuck_states = 0;   // terminal states with an unfinished request (LV1_progress)
     std::uint64_t nontrivial_sccs = 0;  // cycles in the explored graph (keep_graph only)

@@ -86,21 +86,57 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch, extents)");
+    if (name == "session") {
+        // Request 0, a first turn, has run to the end: its 64-token prompt and its 64-token answer
+        // are cached (the answer as decode wrote it: a c4 segment, SWA blocks, linear checkpoints).
+        // Request 1 is the next turn: it opens with both, 128 tokens (on the LCM grain), and
+        // resumes up to the end of the answer. The budget holds request 0's cache, not both.
+        s.requests = {{{1, 2, 3, 4}, 64, 64, true}, {{1, 2, 3, 4, 5, 6, 7, 8, 9}, 144, 16, false, 0}};
+        s.limits.gpu_budget_bytes = 50'000;
+        s.max_faults = 1;
+        s.max_background = 2;
+        s.max_depth = 60;
+        return s;
+    }
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch, extents, session)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch", "extents"}; }
+std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch", "extents", "session"}; }
+
+std::string turn_problem(const Scope& scope, std::size_t i) {
+    const RequestTemplate& t = scope.requests[i];
+    if (t.continues < 0) return "";
+    if (static_cast<std::size_t>(t.continues) >= i) return "a request continues an earlier one (a smaller index)";
+    const RequestTemplate& prior = scope.requests[static_cast<std::size_t>(t.continues)];
+    const std::size_t whole = prior.input_tokens / scope.content_block_tokens;
+    if (t.input_tokens < prior.input_tokens + prior.output_tokens)
+        return "the prompt must hold request " + std::to_string(t.continues) + "'s prompt and answer (" +
+               std::to_string(prior.input_tokens + prior.output_tokens) + " tokens)";
+    if (whole == 0 || t.ids.size() < whole || !std::equal(prior.ids.begin(), prior.ids.begin() + static_cast<std::ptrdiff_t>(whole), t.ids.begin()))
+        return "the ids must start with request " + std::to_string(t.continues) + "'s whole blocks";
+    return "";
+}
 
 model::World initial_world(const Scope& scope, const model::Defenses& defenses) {
     model::World w(std::make_shared<model::ModelConfig>(scope.model), defenses, scope.limits, scope.rollout);
-    std::uint32_t uid = 0;
-    for (const RequestTemplate& t : scope.requests)
-        w.add_request(std::make_shared<model::RequestSpec>(
-            model::make_request_spec(uid++, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)));
+    std::vector<std::shared_ptr<const model::RequestSpec>> specs;
+    for (std::uint32_t uid = 0; uid < scope.requests.size(); ++uid) {
+        const RequestTemplate& t = scope.requests[uid];
+        if (const std::string why = turn_problem(scope, uid); !why.empty())
+            throw std::invalid_argument("request " + std::to_string(uid) + ": " + why);
+        specs.push_back(std::make_shared<model::RequestSpec>(
+            t.continues < 0 ? model::make_request_spec(uid, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)
+                            : model::make_turn_spec(uid, specs[static_cast<std::size_t>(t.continues)],
+                                                    scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
+                                                        scope.content_block_tokens,
+                                                    t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)));
+        w.add_request(specs.back());
+    }
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
     for (std::uint32_t r = 0; r < scope.requests.size(); ++r) {
         if (!scope.requests[r].warm) continue;
+        std::vector<model::Step> taken;
         while (w.requests[r].phase != model::Phase::done) {
             model::enabled_steps(w, actor_kinds(), steps);
             const auto own = std::find_if(steps.begin(), steps.end(), [&](const model::Step& s) {
@@ -108,12 +144,17 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
             });
             if (own == steps.end())
                 throw std::invalid_argument("warm request " + std::to_string(r) + " cannot run to the end on its own");
+            taken.push_back(*own);
             const model::StepOutcome outcome = model::apply(w, *own);
             violations.clear();
             model::check_invariants(w, outcome, true, violations);
-            if (!violations.empty())
-                throw std::invalid_argument("warm request " + std::to_string(r) + " violates " + violations.front().invariant +
-                                            " on its own under this policy: " + violations.front().message);
+            if (!violations.empty()) {
+                Scope cold = scope;
+                for (std::size_t later = r; later < cold.requests.size(); ++later) cold.requests[later].warm = false;
+                throw WarmUpViolation("warm request " + std::to_string(r) + " violates " + violations.front().invariant +
+                                          " on its own under this policy: " + violations.front().message,
+                                      std::move(cold), std::move(taken), violations);
+            }
         }
     }
     return w;

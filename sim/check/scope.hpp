@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "model/invariants.hpp"
 #include "model/steps.hpp"
 
 namespace kvcheck::sim {
@@ -15,6 +17,9 @@ struct RequestTemplate {
     std::uint32_t input_tokens = 0;
     std::uint32_t output_tokens = 0;
     bool warm = false;  // runs to the end, alone, before the explored steps: its cache is the starting state
+    // The earlier request of the scope whose prompt and answer this prompt opens with (a session's
+    // next turn, model::make_turn_spec), or -1. Its ids start with that request's whole blocks.
+    std::int32_t continues = -1;
 };
 
 struct Scope {
@@ -42,16 +47,33 @@ bool is_background(model::StepKind kind);
 
 // The named scopes: "reference" (toy preset, two requests sharing a prefix, a tight budget,
 // every actor and every fault, at most one fault and two background evictions/offloads per
-// path), "small" (shorter prompts, one background action: for quick tests) and "pin-epoch" (the
+// path), "small" (shorter prompts, one background action: for quick tests), "pin-epoch" (the
 // pin/epoch race alone: one plain KV group, a prefix already cached, three readers of it and an
-// evictor; no faults, no offloads: the protocol the SPIN comparison in docs/checker.md uses).
+// evictor; no faults, no offloads: the protocol the SPIN comparison in docs/checker.md uses) and
+// "session" (a finished first turn whose answer a second turn resumes: decoded KV read back).
 // Throws std::invalid_argument for an unknown name.
 Scope named_scope(const std::string& name);
 std::vector<std::string> scope_names();
+
+// Why request i's `continues` cannot be: not an earlier request, a prompt too short for that
+// request's prompt and answer, or ids that do not start with its whole blocks; "" when it can.
+std::string turn_problem(const Scope& scope, std::size_t i);
 
 // The world the explored steps start from: every request added, the warm ones already run to
 // the end in order (each request step of the warm request, and the I/O completions it waits for,
 // taken as soon as enabled).
 model::World initial_world(const Scope& scope, const model::Defenses& defenses);
+
+// Thrown by initial_world when a warm request breaks an invariant running alone: the policy is
+// broken without any interleaving. `cold` is the scope with that request (and every later warm
+// one) left cold, from which `steps`, the request's own steps up to the violation, replay.
+struct WarmUpViolation : std::invalid_argument {
+    WarmUpViolation(const std::string& what, Scope cold_scope, std::vector<model::Step> taken,
+                    std::vector<model::Violation> found)
+        : std::invalid_argument(what), cold(std::move(cold_scope)), steps(std::move(taken)), violations(std::move(found)) {}
+    Scope cold;
+    std::vector<model::Step> steps;
+    std::vector<model::Violation> violations;
+};
 
 }  // namespace kvcheck::sim

@@ -242,7 +242,7 @@ void register_check(CLI::App& app, Common& common) {
             }
         }
         if (r.counterexample && !a->out.empty()) {
-            write_counterexample(a->out, scope, a->policy, *r.counterexample);
+            write_counterexample(a->out, r.counterexample_scope.value_or(scope), a->policy, *r.counterexample);
             std::fprintf(a->json ? stderr : stdout, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s\n",
                          a->out.c_str(), shell_word(a->out + "/counterexample.json").c_str());
         } else if (r.counterexample) {

@@ -101,7 +101,7 @@ void register_mutants(CLI::App& app, Common& common) {
                 sim::Expectation expect;
                 expect.violates = {invariant};
                 const std::string note = "regression: " + p.name + " breaks " + invariant + " (found by kvcheck mutants --scope " + *scope_name + ")";
-                nlohmann::json doc = sim::steps_scenario_json(scope, p.name, r.counterexample->steps, note, &expect);
+                nlohmann::json doc = sim::steps_scenario_json(r.counterexample_scope.value_or(scope), p.name, r.counterexample->steps, note, &expect);
                 doc["name"] = "regress-" + p.name;
                 sim::write_file_atomic(regress_file(p.name), doc.dump(2) + "\n");
             }
