@@ -257,6 +257,9 @@ TEST(SessionScope, AViolationWhileWarmingUpIsTheCounterexample) {
     const Outcome o = run_kvcheck({"check", "--scope", "session", "--policy", "shared-freelist", "--out", out.string(), "--json"});
     ASSERT_EQ(o.code, 1) << o.all();
     EXPECT_EQ(nlohmann::json::parse(o.out)["violated"], "RL2_form_separation") << o.all();
+    const Outcome text = run_kvcheck({"check", "--scope", "session", "--policy", "shared-freelist"});
+    EXPECT_EQ(text.code, 1) << text.all();
+    EXPECT_NE(text.out.find("counterexample (10 steps: warm request 0 warming up alone):"), std::string::npos) << text.all();
     const nlohmann::json doc = read_json(out / "counterexample.json");
     EXPECT_FALSE(doc["scope"]["requests"][0].contains("warm"));
     EXPECT_EQ(doc["scope"]["requests"][1]["continues"], 0);

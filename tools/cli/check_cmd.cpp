@@ -236,8 +236,16 @@ void register_check(CLI::App& app, Common& common) {
             if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
             if (r.counterexample) {
                 std::printf("counterexample (%zu steps", r.counterexample->steps.size());
-                for (std::size_t i = 0; i < scope.requests.size(); ++i)
-                    if (scope.requests[i].warm) std::printf(", after warm request %zu ran to the end", i);
+                // A warm-up's counterexample replays from the scope with the violating request cold.
+                const sim::Scope& from = r.counterexample_scope.value_or(scope);
+                for (std::size_t i = 0; i < from.requests.size(); ++i) {
+                    if (from.requests[i].warm) {
+                        std::printf(", after warm request %zu ran to the end", i);
+                    } else if (scope.requests[i].warm) {
+                        std::printf(": warm request %zu warming up alone", i);
+                        break;
+                    }
+                }
                 std::printf("):\n%s", sim::format_counterexample(*r.counterexample).c_str());
             }
         }
