@@ -88,6 +88,14 @@ RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t
     return spec;
 }
 
+RequestSpec sample_of(const RequestSpec& first, std::uint32_t uid, std::uint32_t sample) {
+    KV_ASSERT(first.sample == 0 && sample > 0, "samples are forked from the first answer's request");
+    RequestSpec spec = first;
+    spec.uid = uid;
+    spec.sample = sample;
+    return spec;
+}
+
 RequestSpec make_turn_spec(std::uint32_t uid, std::shared_ptr<const RequestSpec> prior, std::uint32_t shared_blocks,
                            const std::vector<std::uint64_t>& block_ids, std::uint32_t content_block_tokens,
                            std::uint32_t input_tokens, std::uint32_t output_tokens) {

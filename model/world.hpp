@@ -167,6 +167,9 @@ struct RequestSpec {
     // them, so its decoded KV is found again (make_turn_spec). Null for a request of its own.
     std::shared_ptr<const RequestSpec> prior;
     std::uint32_t prior_tokens = 0;      // prior->input_tokens + prior->output_tokens
+    // Parallel sampling: which of the prompt's sampled answers this request decodes. Answer 0 is
+    // the one greedy decoding gives (identical prompts continue identically); the others differ.
+    std::uint32_t sample = 0;
     // Content key of the prefix [0, tokens); inline, as every walk over the index asks for it.
     std::uint64_t key(std::uint32_t tokens) const {
         if (tokens <= prior_tokens) [[unlikely]] return tokens == 0 ? 0 : prior->key(tokens);
@@ -176,8 +179,9 @@ struct RequestSpec {
             KV_ASSERT(block < chain.size(), "content chain shorter than the prompt");
             return hash_combine(chain[block], tokens);
         }
-        // Greedy decoding: identical prompts continue identically, so the continuation is keyed on the prompt.
-        return hash_combine(hash_combine(chain.back(), 0xdec0deULL), tokens);
+        // Greedy decoding: identical prompts continue identically, so the continuation is keyed on
+        // the prompt (and on which sampled answer it is).
+        return hash_combine(hash_combine(chain.back(), 0xdec0deULL + sample), tokens);
     }
 };
 
@@ -185,6 +189,10 @@ struct RequestSpec {
 // prefix hit is always a longest common prefix (ids need not be prefix-chained already).
 RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
                               std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens);
+
+// Another sampled answer of `first`'s prompt (parallel sampling): the same prompt keys, its own
+// answer keys, and first's reuse scope, so intra-request rollout shares the prompt among them.
+RequestSpec sample_of(const RequestSpec& first, std::uint32_t uid, std::uint32_t sample);
 
 // The next turn of a session: `prior`'s prompt and answer, then the turn's own tokens. The first
 // `shared_blocks` ids are the prior's whole prompt blocks; every later chain entry also hashes the

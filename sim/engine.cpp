@@ -22,7 +22,7 @@ using model::Phase;
 using model::Step;
 using model::StepKind;
 
-enum class EventKind : std::uint8_t { arrival, step, io_done, fault, turn };
+enum class EventKind : std::uint8_t { arrival, step, io_done, fault, turn, fork };
 
 struct Event {
     std::uint64_t time;
@@ -37,6 +37,7 @@ struct Event {
 struct Tracking {
     std::uint32_t uid = 0;
     std::uint32_t turn = 0;  // with sessions: its index in the trace
+    bool sibling = false;    // with parallel sampling: forked for an answer after the first
     std::uint64_t arrival_ns = 0;
     std::uint64_t io_wait_start_ns = 0;
     std::uint64_t prefill_start_ns = 0;
@@ -82,6 +83,7 @@ public:
                 case EventKind::io_done: io_done(e.a); break;
                 case EventKind::fault: fire_fault(e.a); break;
                 case EventKind::turn: start(sessions_->take(e.a), e.a); break;
+                case EventKind::fork: fork_samples(e.a); break;
             }
             if (options_.progress && (metrics_.events & 0xFFFF) == 0) options_.progress(finished_, metrics_.events);
         }
@@ -93,6 +95,7 @@ public:
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next()};
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};
+        if (s_.samples > 1) metrics_.samples_forked = forked_;
         result.metrics = std::move(metrics_);
         result.timeline = std::move(timeline_);
         result.schedules_written = exporter_ ? exporter_->written() : 0;
@@ -133,13 +136,31 @@ private:
         auto spec = sessions_ ? sessions_->spec(turn, uid, record)
                               : std::make_shared<model::RequestSpec>(model::make_request_spec(
                                     uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
+        admit(std::move(spec), Tracking{uid, turn, false, now_, 0, 0, 0, false, false}, from_stream);
+    }
+
+    void admit(std::shared_ptr<const model::RequestSpec> spec, const Tracking& tracking, bool from_stream) {
         if (exporter_) exporter_->remember(spec);
         const std::uint32_t r = world_.add_request(std::move(spec));
         if (tracking_.size() <= r) tracking_.resize(r + 1);
-        tracking_[r] = Tracking{uid, turn, now_, 0, 0, 0, false, false};
+        tracking_[r] = tracking;
         if (from_stream) pull_next_arrival();
         faults_.before_lookup(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
         request_step(r, StepKind::lookup);
+    }
+
+    // Parallel sampling: once the first answer's request (in slot r) has its prompt's KV, each
+    // further answer is a request of its own with the same prompt, which it resumes, and an
+    // answer of its own. Admitting them may move world_.requests, so nothing of slot r is held.
+    void fork_samples(std::uint32_t r) {
+        const std::shared_ptr<const model::RequestSpec> first = world_.requests[r].spec;
+        const std::uint32_t turn = tracking_[r].turn;
+        for (std::uint32_t sample = 1; sample < s_.samples; ++sample) {
+            const std::uint32_t uid = static_cast<std::uint32_t>(metrics_.requests++);
+            ++forked_;
+            admit(std::make_shared<model::RequestSpec>(model::sample_of(*first, uid, sample)),
+                  Tracking{uid, turn, true, now_, 0, 0, 0, false, false}, false);
+        }
     }
 
     bool inject(const Step& step, FaultClass fault) {
@@ -209,6 +230,8 @@ private:
                 timeline_.span(t.uid, "prefill", t.prefill_start_ns, now_,
                                std::to_string(q.spec->input_tokens - q.resume_len) + " tokens computed");
                 maybe_offload();
+                // Before its decode or finish, so the slot still holds it when the fork comes.
+                if (s_.samples > 1 && q.spec->sample == 0) schedule(now_, EventKind::fork, r, 0);
                 const std::uint32_t out_tokens = q.spec->output_tokens;
                 if (out_tokens > 0) {
                     faults_.during_decode(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
@@ -227,7 +250,7 @@ private:
                                std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
                 world_.release_request(r);
                 ++finished_;
-                if (sessions_)
+                if (sessions_ && !t.sibling)
                     for (const SessionBook::Due& d : sessions_->finished(t.turn, now_))
                         schedule(d.at_ns, EventKind::turn, static_cast<std::uint32_t>(d.turn), 0);
                 break;
@@ -425,6 +448,7 @@ private:
     std::uint64_t seq_ = 0;
     std::uint64_t now_ = 0;
     std::uint64_t finished_ = 0;
+    std::uint64_t forked_ = 0;  // parallel sampling: requests forked for further answers
     std::vector<Tracking> tracking_;
     std::vector<model::Violation> read_violations_;
     std::unique_ptr<ScheduleExporter> exporter_;

@@ -145,6 +145,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"final_state_hash", hash},
             {"unseed", unseed}};
     if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
+    if (m.samples_forked) report["samples_forked"] = *m.samples_forked;
     return report;
 }
 
@@ -191,6 +192,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     for (int k = 0; k < kFaultClassCount; ++k)
         out << "kvcheck_faults_injected_total{" << policy << ",fault=\"" << fault_name(static_cast<FaultClass>(k)) << "\"} "
             << m.faults[k] << "\n";
+    if (m.samples_forked) counter("samples_forked_total", "Requests forked after a prefill for a prompt's further sampled answers.", *m.samples_forked);
     if (m.sessions) {
         counter("session_turns_total", "Requests that continued an earlier turn of their session.", m.sessions->turns);
         counter("session_waits_total", "Session turns that arrived late: the earlier turn had not finished.", m.sessions->waited);

@@ -109,6 +109,7 @@ struct Metrics {
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
     std::optional<SessionCounts> sessions;  // only in runs with sessions
+    std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1
 
     void sample_memory(const model::World& world);
     double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }

@@ -125,6 +125,7 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
                 r.finish();
             }
     }
+    s.samples = static_cast<std::uint32_t>(f.unsigned_number("samples", 1, 1, kSamplesMax));
     if (const nlohmann::json* sessions = f.raw("sessions")) {
         // true, false, or an object of options (an empty one takes the defaults).
         if (sessions->is_boolean()) {
@@ -274,23 +275,34 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
 
 // A bound's key must name a number in report.json. The shape is that of an empty run's report:
 // an object that is empty there (miss_reasons, a form's reasons) takes any key, since its keys
-// are the ones that occur. `sessions` is in the report of a run with sessions only.
-void check_report_path(const std::string& path, const std::string& pointer, bool sessions, Problems& problems) {
-    static const nlohmann::json plain = report_json(RunInfo{}, Metrics{});
-    static const nlohmann::json with_sessions = [] {
-        Metrics m;
-        m.sessions = SessionCounts{};
-        return report_json(RunInfo{}, m);
+// are the ones that occur. `sessions` and `samples_forked` are in the reports of runs with
+// sessions and with parallel sampling only.
+void check_report_path(const std::string& path, const std::string& pointer, const Scenario& s, Problems& problems) {
+    static const std::array<nlohmann::json, 4> shapes = [] {
+        std::array<nlohmann::json, 4> out;
+        for (int bits = 0; bits < 4; ++bits) {
+            Metrics m;
+            if (bits & 1) m.sessions = SessionCounts{};
+            if (bits & 2) m.samples_forked = 0;
+            out[bits] = report_json(RunInfo{}, m);
+        }
+        return out;
     }();
-    const nlohmann::json* node = sessions ? &with_sessions : &plain;
+    const bool sessions = s.sessions.enabled;
+    const bool samples = s.samples > 1;
+    const nlohmann::json* node = &shapes[(sessions ? 1 : 0) | (samples ? 2 : 0)];
     std::string walked;
     std::size_t from = 0;
     while (true) {
         const std::size_t dot = path.find('.', from);
         const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
         if (node->is_object() && node->empty()) return;
-        if (!sessions && walked.empty() && key == "sessions") {
-            problems.add(pointer, "\"" + path + "\" is in report.json only when workload.sessions is on");
+        // Report keys of some runs only (not scenario keys): say which option brings them.
+        static constexpr std::string_view kSessionsKey = "sessions";
+        static constexpr std::string_view kSamplesKey = "samples_forked";
+        if (walked.empty() && ((!sessions && key == kSessionsKey) || (!samples && key == kSamplesKey))) {
+            problems.add(pointer, "\"" + path + "\" is in report.json only when " +
+                                      (key == kSessionsKey ? "workload.sessions is on" : "workload.samples is above 1"));
             return;
         }
         if (key.empty() || !node->is_object() || !node->contains(key)) {
@@ -325,7 +337,7 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     return out;
 }
 
-Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, bool sessions, Problems& problems) {
+Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, const Scenario& s, Problems& problems) {
     Expectation e;
     if (!value.is_object()) {
         problems.add(pointer, "expected an object of expectations");
@@ -336,7 +348,7 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
         if (key == "violates") e.violates = invariant_list(item, at, problems);
         else if (key == "holds") e.holds = invariant_list(item, at, problems);
         else {
-            check_report_path(key, at, sessions, problems);
+            check_report_path(key, at, s, problems);
             e.metrics[key] = parse_bound(item, at, problems);
         }
     }
@@ -434,7 +446,7 @@ Scenario parse(const std::string& path, Problems& problems) {
             for (const auto& [key, item] : e->items()) {
                 if (key != "*" && model::find_policy(key) == nullptr)
                     problems.add("/expect/" + pointer_escape(key), "unknown policy \"" + key + "\" (use \"*\" for any policy)");
-                s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), s.sessions.enabled, problems);
+                s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), s, problems);
             }
     }
     top.finish();

@@ -59,6 +59,8 @@ struct Expectation {
     std::vector<std::string> holds;        // invariants that must never be violated
 };
 
+inline constexpr std::uint32_t kSamplesMax = 64;  // sampled answers a request may ask for
+
 struct Scenario {
     std::string path;
     std::string name;
@@ -74,6 +76,7 @@ struct Scenario {
     TraceOptions trace;
     std::vector<TraceRecord> requests;
     SessionOptions sessions;               // multi-turn sessions found in the ids (docs/traces.md)
+    std::uint32_t samples = 1;             // sampled answers per request (parallel sampling, forked after prefill)
 
     std::uint64_t gpu_budget_bytes = 80ULL << 30;
     TierConfig host{256ULL << 30, 20, 5, 2};

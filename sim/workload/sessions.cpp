@@ -94,12 +94,14 @@ std::vector<SessionBook::Due> SessionBook::finished(std::uint64_t index, std::ui
     const auto it = book_.find(index);
     KV_ASSERT(it != book_.end(), "a request finished that the session book does not hold");
     Turn& turn = it->second;
+    KV_ASSERT(!turn.finished_ns, "a turn finished twice (a forked sampled answer is not the turn)");
     turn.finished_ns = now;
     std::vector<Due> released;
     for (const std::uint64_t later : turn.waiting) {
         book_.at(later).prior = turn.spec;
         released.push_back({later, now + think_ns_});
     }
+    turn.waiting.clear();
     if (old(index)) book_.erase(it);
     return released;
 }
