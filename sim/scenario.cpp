@@ -375,6 +375,7 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
                 t.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
                 t.warm = r.flag("warm", false);
                 if (const auto c = r.optional_unsigned("continues", 0, 1 << 20)) t.continues = static_cast<std::int32_t>(*c);
+                t.sample = static_cast<std::uint32_t>(r.unsigned_number("sample", 0, 0, kSamplesMax - 1));
                 if (t.ids.size() < blocks_for(t.input_tokens, s.scope.content_block_tokens))
                     problems.add(at + "/blocks", "too few block ids for the prompt");
                 r.finish();
@@ -498,6 +499,7 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
         requests.push_back({{"blocks", t.ids}, {"input_tokens", t.input_tokens}, {"output_tokens", t.output_tokens}});
         if (t.warm) requests.back()["warm"] = true;
         if (t.continues >= 0) requests.back()["continues"] = t.continues;
+        if (t.sample != 0) requests.back()["sample"] = t.sample;
     }
     nlohmann::json list = nlohmann::json::array();
     model::World w = initial_world(scope, model::find_policy(policy)->defenses);

@@ -8,6 +8,8 @@ namespace {
 const auto run_kvcheck = &kvcheck;
 }  // namespace
 
+#include "sim/check/explorer.hpp"
+#include "sim/check/scope.hpp"
 #include "tests/model_fixtures.hpp"
 
 namespace {
@@ -83,6 +85,27 @@ TEST(SampleRuns, ANextTurnContinuesTheFirstAnswer) {
     // keys the turn would resume 64.
     EXPECT_EQ(r["reused_tokens"], 64 + 128 + 128);
     EXPECT_EQ(r["silent_corruptions"], 0);
+}
+
+}  // namespace
+
+namespace {
+
+// Proves: the checker's sampling scope holds two answers of one prompt, keyed alike over the
+// prompt and apart after it, and validated explores it to the end without a violation, answers'
+// entries at the same positions and extents past the prompt's end included.
+TEST(SamplingScope, TwoAnswersOfOnePromptAndValidatedHoldsEverywhere) {
+    const kvcheck::sim::Scope scope = kvcheck::sim::named_scope("sampling");
+    const model::World w = kvcheck::sim::initial_world(scope, model::find_policy("validated")->defenses);
+    const model::RequestSpec& first = *w.requests[0].spec;
+    const model::RequestSpec& second = *w.requests[1].spec;
+    EXPECT_EQ(second.sample, 1u);
+    EXPECT_EQ(first.key(80), second.key(80));
+    EXPECT_NE(first.key(96), second.key(96));
+    const kvcheck::sim::ExploreReport report =
+        kvcheck::sim::explore(scope, model::find_policy("validated")->defenses, kvcheck::sim::ExploreOptions{});
+    EXPECT_TRUE(report.exhausted);
+    EXPECT_FALSE(report.counterexample.has_value()) << report.counterexample->violations.front().invariant;
 }
 
 }  // namespace

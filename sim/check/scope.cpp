@@ -98,10 +98,22 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch, extents, session)");
+    if (name == "sampling") {
+        // Two sampled answers of one 80-token prompt, with extents of up to 64 tokens: the
+        // answers' entries cover the same positions with different content, and an extent may
+        // run past the prompt's end, where only the prompt is shared.
+        s.requests = {{{1, 2, 3, 4, 5}, 80, 32}, {{1, 2, 3, 4, 5}, 80, 32, false, -1, 1}};
+        s.limits.gpu_budget_bytes = 40'000;
+        s.limits.extent_tokens = 64;
+        s.max_faults = 1;
+        s.max_background = 1;
+        s.max_depth = 60;
+        return s;
+    }
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch, extents, session, sampling)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch", "extents", "session"}; }
+std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch", "extents", "session", "sampling"}; }
 
 std::string turn_problem(const Scope& scope, std::size_t i) {
     const RequestTemplate& t = scope.requests[i];
@@ -124,12 +136,14 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
         const RequestTemplate& t = scope.requests[uid];
         if (const std::string why = turn_problem(scope, uid); !why.empty())
             throw std::invalid_argument("request " + std::to_string(uid) + ": " + why);
-        specs.push_back(std::make_shared<model::RequestSpec>(
+        auto spec = std::make_shared<model::RequestSpec>(
             t.continues < 0 ? model::make_request_spec(uid, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)
                             : model::make_turn_spec(uid, specs[static_cast<std::size_t>(t.continues)],
                                                     scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
                                                         scope.content_block_tokens,
-                                                    t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)));
+                                                    t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens));
+        spec->sample = t.sample;
+        specs.push_back(std::move(spec));
         w.add_request(specs.back());
     }
     std::vector<model::Step> steps;

@@ -20,6 +20,8 @@ struct RequestTemplate {
     // The earlier request of the scope whose prompt and answer this prompt opens with (a session's
     // next turn, model::make_turn_spec), or -1. Its ids start with that request's whole blocks.
     std::int32_t continues = -1;
+    // Parallel sampling: which sampled answer of its prompt it decodes (model::RequestSpec::sample).
+    std::uint32_t sample = 0;
 };
 
 struct Scope {
