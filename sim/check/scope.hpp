@@ -52,7 +52,8 @@ bool is_background(model::StepKind kind);
 // path), "small" (shorter prompts, one background action: for quick tests), "pin-epoch" (the
 // pin/epoch race alone: one plain KV group, a prefix already cached, three readers of it and an
 // evictor; no faults, no offloads: the protocol the SPIN comparison in docs/checker.md uses) and
-// "session" (a finished first turn whose answer a second turn resumes: decoded KV read back).
+// "session" (a finished first turn whose answer a second turn resumes: decoded KV read back) and
+// "sampling" (two sampled answers of one prompt, with extents).
 // Throws std::invalid_argument for an unknown name.
 Scope named_scope(const std::string& name);
 std::vector<std::string> scope_names();
