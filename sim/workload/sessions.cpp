@@ -55,14 +55,15 @@ std::optional<SessionLinker::Link> SessionLinker::link(const TraceRecord& record
 }
 
 std::optional<SessionBook::Due> SessionBook::due(const TraceRecord& record, std::uint64_t now) {
-    const std::uint64_t index = next_index_++;
+    const std::uint64_t index = linker_.linked();
+    const std::optional<SessionLinker::Link> link = linker_.link(record);
     // Forget finished requests that no later one can continue; unfinished ones go at their finish.
     for (; old(expired_below_); ++expired_below_) {
         const auto it = book_.find(expired_below_);
         if (it != book_.end() && it->second.finished_ns) book_.erase(it);
     }
     Turn& turn = book_[index];
-    turn.link = linker_.link(record);
+    turn.link = link;
     if (!turn.link) return Due{index, now};
     ++turns_;
     Turn& parent = book_.at(turn.link->parent);  // within the window, so still in the book

@@ -40,6 +40,7 @@ public:
 
     // The next request of the trace; its trace index is the number of requests linked before it.
     std::optional<Link> link(const TraceRecord& record);
+    std::uint64_t linked() const { return next_index_; }  // requests linked so far
 
 private:
     struct Seen {
@@ -92,11 +93,11 @@ private:
         std::vector<std::uint64_t> waiting;              // later turns held until it finishes
         std::optional<TraceRecord> held;                 // its record while it waits
     };
-    bool old(std::uint64_t index) const { return index + kSessionWindow < next_index_; }
+    // No later request can continue it (the linker looks back over its window only).
+    bool old(std::uint64_t index) const { return index + kSessionWindow < linker_.linked(); }
 
     std::uint64_t think_ns_;
-    SessionLinker linker_;
-    std::uint64_t next_index_ = 0;
+    SessionLinker linker_;                 // also numbers the requests: its count is the next index
     std::unordered_map<std::uint64_t, Turn> book_;
     std::uint64_t expired_below_ = 0;      // every older finished turn is forgotten
     std::uint64_t turns_ = 0;
