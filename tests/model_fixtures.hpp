@@ -119,6 +119,11 @@ inline bool has_miss(const LookupResult& r, std::uint8_t group, MissReason reaso
     return std::any_of(r.misses.begin(), r.misses.end(), [&](const Miss& m) { return m.group == group && m.reason == reason; });
 }
 
+inline bool has_miss(const LookupResult& r, std::uint8_t group, Form form, MissReason reason) {
+    return std::any_of(r.misses.begin(), r.misses.end(),
+                       [&](const Miss& m) { return m.group == group && m.form == form && m.reason == reason; });
+}
+
 inline bool plan_reads(const Request& q, std::uint32_t segment) {
     return std::any_of(q.plan.begin(), q.plan.end(), [&](const PlanEntry& e) { return e.segment == segment; });
 }

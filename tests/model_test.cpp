@@ -294,7 +294,8 @@ TEST(OnDiskPrefix, OffloadThenLoadResumes) {
     ASSERT_TRUE(look.lookup.has_value());
     EXPECT_EQ(look.lookup->verdict, VerdictKind::io_wait);
     EXPECT_EQ(look.lookup->resume_len, 64u);
-    EXPECT_TRUE(has_miss(*look.lookup, kC1, MissReason::not_resident));
+    // Filed under the on-disk prefix's form (seed §3.5), not the compressed KV that wrote it.
+    EXPECT_TRUE(has_miss(*look.lookup, kC1, Form::on_disk_prefix, MissReason::not_resident));
     std::vector<std::uint32_t> loads = look.lookup->loads;
     std::sort(loads.begin(), loads.end());
     EXPECT_EQ(loads, (std::vector<std::uint32_t>{std::min(kv, index), std::max(kv, index)}));
@@ -323,7 +324,7 @@ TEST(OnDiskPrefix, FailedLoadFallsBackToRecompute) {
     EXPECT_TRUE(p.w.requests[p.b].load_failed);
     EXPECT_EQ(p.w.segments[kv].stage, Stage::on_disk);
     const LookupResult r = lookup_step(p.w, p.b);
-    EXPECT_TRUE(has_miss(r, kC1, MissReason::load_failed));
+    EXPECT_TRUE(has_miss(r, kC1, Form::on_disk_prefix, MissReason::load_failed));
     EXPECT_EQ(r.verdict, VerdictKind::partial_recompute);
     EXPECT_EQ(r.resume_len, 64u);
     EXPECT_FALSE(plan_reads(p.w.requests[p.b], kv));
