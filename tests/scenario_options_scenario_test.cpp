@@ -1,9 +1,14 @@
 // Scenario options beyond the catalogue, through the real kvcheck binary: `run --expected-policies`,
 // faults aimed at a request (`at_request`), the F2 `mode`, the F5 `change` and F6/F10 `action`, storage tiers'
-// `failure_ppm`, and the shrunk counterexample.json a failing run leaves.
+// `failure_ppm`, the shrunk counterexample.json a failing run leaves, and the miss reasons the text output lists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -232,4 +237,41 @@ TEST(FaultActions, F2ModePartialCutsLoadsShort) {
     EXPECT_GT(trusted["silent_corruptions"].get<int>(), 0);
     EXPECT_GT(trusted["invariant_violations"].value("OR1_ground_truth", 0), 0);
     EXPECT_EQ(trusted["invariant_violations"].value("FM5_resident", 0), 0);
+}
+
+// Proves: the text a run prints lists every miss reason of its report.json with its count, most
+// frequent first, and `compare` adds a "miss FORM.REASON" row for every reason any policy
+// recorded, with each policy's count (0 where it recorded none: naive never checks).
+TEST(TextOutput, SummaryAndCompareListTheMissReasons) {
+    const std::string source = (kSourceDir / "scenarios" / "quickstart.json").string();
+    const Outcome json_run = kvcheck({"run", source, "--json", "--quiet"});
+    ASSERT_EQ(json_run.code, 0) << json_run.all();
+    const nlohmann::json report = nlohmann::json::parse(json_run.out);
+    std::vector<std::pair<std::string, std::uint64_t>> expected;
+    for (const auto& [form, by_reason] : report["miss_reasons"].items())
+        for (const auto& [reason, count] : by_reason.items()) expected.emplace_back(form + "." + reason, count.get<std::uint64_t>());
+    ASSERT_GE(expected.size(), 3u) << "quickstart's faults give validated several miss reasons";
+
+    const Outcome text = kvcheck({"run", source, "--out", scratch("text-summary").string()});
+    ASSERT_EQ(text.code, 0) << text.all();
+    const std::size_t at = text.out.find("\nmiss_reasons:");
+    ASSERT_NE(at, std::string::npos) << text.out;
+    std::istringstream line(text.out.substr(at + 14, text.out.find('\n', at + 1) - at - 14));
+    std::vector<std::pair<std::string, std::uint64_t>> printed;
+    for (std::string item; line >> item;) {
+        const std::size_t eq = item.find('=');
+        ASSERT_NE(eq, std::string::npos) << item;
+        printed.emplace_back(item.substr(0, eq), std::stoull(item.substr(eq + 1)));
+    }
+    for (std::size_t i = 1; i < printed.size(); ++i) EXPECT_GE(printed[i - 1].second, printed[i].second) << "most frequent first";
+    std::sort(printed.begin(), printed.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(printed, expected);
+
+    const Outcome cmp = kvcheck({"compare", source, "--policies", "naive,validated"});
+    ASSERT_EQ(cmp.code, 0) << cmp.all();  // quickstart expects naive to corrupt
+    for (const auto& [name, count] : expected) {
+        const std::regex row("\nmiss " + name + " +0 +" + std::to_string(count) + "\n");
+        EXPECT_TRUE(std::regex_search(cmp.out, row)) << name << " in\n" << cmp.out;
+    }
 }

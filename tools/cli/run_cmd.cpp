@@ -108,6 +108,14 @@ void clear_other_results(const std::string& dir, const std::set<std::string>& ke
     }
 }
 
+// A report's miss reasons as (FORM.REASON, count), in the report's (alphabetical) order.
+std::vector<std::pair<std::string, std::uint64_t>> miss_counts(const nlohmann::json& report) {
+    std::vector<std::pair<std::string, std::uint64_t>> out;
+    for (const auto& [form, by_reason] : report["miss_reasons"].items())
+        for (const auto& [reason, count] : by_reason.items()) out.emplace_back(form + "." + reason, count.get<std::uint64_t>());
+    return out;
+}
+
 void print_summary(const nlohmann::json& j, FILE* to) {
     std::fprintf(to, "policy=%s requests=%llu hit_rate=%.4f post_hit_fallback_rate=%.4f silent_corruptions=%llu\n",
                  j["policy"].get<std::string>().c_str(), static_cast<unsigned long long>(j["requests"].get<std::uint64_t>()),
@@ -122,6 +130,14 @@ void print_summary(const nlohmann::json& j, FILE* to) {
                  static_cast<unsigned long long>(j["reused_tokens"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["recomputed_tokens"].get<std::uint64_t>()), j["ttft_ms"]["p50"].get<double>(),
                  j["ttft_ms"]["p99"].get<double>());
+    const std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j);
+    if (!misses.empty()) {
+        std::vector<std::pair<std::string, std::uint64_t>> by_count = misses;
+        std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+        std::fprintf(to, "miss_reasons:");
+        for (const auto& [name, count] : by_count) std::fprintf(to, " %s=%llu", name.c_str(), static_cast<unsigned long long>(count));
+        std::fprintf(to, "\n");
+    }
     for (const auto& [name, count] : j["invariant_violations"].items())
         if (count.get<std::uint64_t>() > 0) std::fprintf(to, "violated %s x%llu\n", name.c_str(), static_cast<unsigned long long>(count.get<std::uint64_t>()));
 }
@@ -387,10 +403,9 @@ int run_command(const RunArgs& args) {
 }
 
 void print_comparison(const std::vector<nlohmann::json>& reports) {
-    std::printf("%-28s", "metric");
-    for (const auto& r : reports) std::printf(" %16s", r["policy"].get<std::string>().c_str());
-    std::printf("\n");
-    const std::vector<std::pair<const char*, const char*>> rows = {
+    // Each row: a label and one cell per policy. The label column widens for long miss reasons.
+    std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+    const std::vector<std::pair<const char*, const char*>> figures = {
         {"hit_rate", "hit rate"},
         {"post_hit_fallback_rate", "post-hit fallback rate"},
         {"verdicts.resumable", "verdict resumable"},
@@ -403,23 +418,47 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
         {"ttft_ms.p50", "TTFT p50 (ms)"},
         {"ttft_ms.p99", "TTFT p99 (ms)"},
     };
-    for (const auto& [key, label] : rows) {
-        std::printf("%-28s", label);
+    for (const auto& [key, label] : figures) {
+        std::vector<std::string> cells;
         for (const auto& r : reports) {
             const nlohmann::json* v = sim::report_value(r, key);
-            if (v != nullptr && v->is_number_float()) std::printf(" %16.4f", v->get<double>());
-            else if (v != nullptr) std::printf(" %16s", v->dump().c_str());
-            else std::printf(" %16s", "-");
+            char buf[32];
+            if (v != nullptr && v->is_number_float()) std::snprintf(buf, sizeof buf, "%.4f", v->get<double>());
+            cells.push_back(v == nullptr ? "-" : v->is_number_float() ? buf : v->dump());
         }
-        std::printf("\n");
+        rows.emplace_back(label, std::move(cells));
     }
-    std::printf("%-28s", "invariant violations");
+    std::vector<std::string> violations;
     for (const auto& r : reports) {
         std::uint64_t n = 0;
         for (const auto& [name, count] : r["invariant_violations"].items()) n += count.get<std::uint64_t>();
-        std::printf(" %16llu", static_cast<unsigned long long>(n));
+        violations.push_back(std::to_string(n));
     }
+    rows.emplace_back("invariant violations", std::move(violations));
+    // Every miss reason any policy recorded, 0 where another did not.
+    std::set<std::string> reasons;
+    for (const auto& r : reports)
+        for (const auto& [name, count] : miss_counts(r)) reasons.insert(name);
+    for (const std::string& reason : reasons) {
+        std::vector<std::string> cells;
+        for (const auto& r : reports) {
+            std::uint64_t n = 0;
+            for (const auto& [name, count] : miss_counts(r))
+                if (name == reason) n = count;
+            cells.push_back(std::to_string(n));
+        }
+        rows.emplace_back("miss " + reason, std::move(cells));
+    }
+    int width = 28;
+    for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
+    std::printf("%-*s", width, "metric");
+    for (const auto& r : reports) std::printf(" %16s", r["policy"].get<std::string>().c_str());
     std::printf("\n");
+    for (const auto& [label, cells] : rows) {
+        std::printf("%-*s", width, label.c_str());
+        for (const std::string& cell : cells) std::printf(" %16s", cell.c_str());
+        std::printf("\n");
+    }
 }
 
 std::vector<std::string> split_list(const std::string& text) {
