@@ -331,10 +331,8 @@ private:
         std::uint32_t bad = start;
         if (auto p = problem(id, g, start, end, &needs_load, &bad)) {
             out->ok = false;
-            // An entry that is registered but not back on the GPU is the on-disk prefix's failure
-            // (seed §3.5), whichever group wrote it; the group stays in the miss.
-            const bool off_gpu = *p == MissReason::not_resident || *p == MissReason::load_failed;
-            out->miss = {g, off_gpu ? Form::on_disk_prefix : form, *p == MissReason::not_cached ? missing : *p};
+            const MissReason why = *p == MissReason::not_cached ? missing : *p;
+            out->miss = {g, miss_form(form, why), why};  // the group stays in the miss
             out->at = bad;
             return false;
         }

@@ -131,7 +131,16 @@ enum class MissReason : std::uint8_t {
     not_cached, rollout, version, layout, misaligned, partial_segment, tail_boundary, window_expired,
     index_stale, not_resident, load_failed, writing,
 };
+inline constexpr int kMissReasonCount = 12;
+static_assert(static_cast<int>(MissReason::writing) + 1 == kMissReasonCount);
 std::string_view miss_reason_name(MissReason reason);
+
+// The form a miss is filed under when an entry of `entry_form` fails for `reason`: an entry that
+// is registered but not back on the GPU is the on-disk prefix's failure (seed §3.5), whichever
+// group wrote it; every other failure is the entry's own form's.
+constexpr Form miss_form(Form entry_form, MissReason reason) {
+    return reason == MissReason::not_resident || reason == MissReason::load_failed ? Form::on_disk_prefix : entry_form;
+}
 
 struct Miss {
     std::uint8_t group;

@@ -273,10 +273,51 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
     return b;
 }
 
-// A bound's key must name a number in report.json. The shape is that of an empty run's report:
-// an object that is empty there (miss_reasons, a form's reasons) takes any key, since its keys
-// are the ones that occur. `sessions` and `samples_forked` are in the reports of runs with
-// sessions and with parallel sampling only.
+// miss_reasons.FORM.REASON must name a pair the run can count: a form and a reason the matcher
+// files under it (model::miss_form), or any.stale_epoch. Any other pair would stay 0 for ever, so
+// a bound on it would test nothing.
+void check_miss_reason_path(const std::string& path, const std::string& pointer, Problems& problems) {
+    const std::size_t first = path.find('.');
+    const std::string rest = first == std::string::npos ? "" : path.substr(first + 1);
+    const std::size_t dot = rest.find('.');
+    const std::string form = rest.substr(0, dot);
+    const std::string reason = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    if (form == "any") {
+        if (reason != "stale_epoch") problems.add(pointer, "\"" + path + "\" is never counted: the only reason filed under any is stale_epoch");
+        return;
+    }
+    const std::optional<model::Form> f = model::form_from_name(form);
+    if (!f) {
+        std::string forms = "any";
+        for (model::Form each : model::kAllForms) forms += ", " + std::string(model::form_name(each));
+        problems.add(pointer, "\"" + path + "\": expected miss_reasons.FORM.REASON with FORM one of " + forms);
+        return;
+    }
+    std::optional<model::MissReason> r;
+    std::string reasons;
+    std::string on_disk;  // the reasons filed under on_disk_prefix
+    for (int i = 0; i < model::kMissReasonCount; ++i) {
+        const auto each = static_cast<model::MissReason>(i);
+        const std::string name(model::miss_reason_name(each));
+        reasons += (reasons.empty() ? "" : ", ") + name;
+        if (model::miss_form(model::Form::compressed_kv, each) == model::Form::on_disk_prefix) on_disk += (on_disk.empty() ? "" : " and ") + name;
+        if (name == reason) r = each;
+    }
+    if (!r) {
+        problems.add(pointer, "\"" + path + "\": expected a reason after " + form + ", one of " + reasons + " (stale_epoch only under any)");
+        return;
+    }
+    if (*f == model::Form::on_disk_prefix && model::miss_form(model::Form::compressed_kv, *r) != model::Form::on_disk_prefix)
+        problems.add(pointer, "\"" + path + "\" is never counted: only " + on_disk + " are filed under on_disk_prefix");
+    else if (*f != model::Form::on_disk_prefix && model::miss_form(*f, *r) != *f)
+        problems.add(pointer, "\"" + path + "\" is never counted: " + reason +
+                                  " is filed under on_disk_prefix, whichever group's entry is off the GPU");
+}
+
+// A bound's key must name a number in report.json. The shape is that of an empty run's report;
+// the keys of miss_reasons, empty there, are checked against the pairs a run can count.
+// `sessions` and `samples_forked` are in the reports of runs with sessions and with parallel
+// sampling only.
 void check_report_path(const std::string& path, const std::string& pointer, const Scenario& s, Problems& problems) {
     static const std::array<nlohmann::json, 4> shapes = [] {
         std::array<nlohmann::json, 4> out;
@@ -288,6 +329,9 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
         }
         return out;
     }();
+    static constexpr std::string_view kMissReasons = "miss_reasons";
+    if (path.compare(0, kMissReasons.size(), kMissReasons) == 0 && (path.size() == kMissReasons.size() || path[kMissReasons.size()] == '.'))
+        return check_miss_reason_path(path, pointer, problems);
     const bool sessions = s.sessions.enabled;
     const bool samples = s.samples > 1;
     const nlohmann::json* node = &shapes[(sessions ? 1 : 0) | (samples ? 2 : 0)];
