@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -130,12 +131,11 @@ void print_summary(const nlohmann::json& j, FILE* to) {
                  static_cast<unsigned long long>(j["reused_tokens"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["recomputed_tokens"].get<std::uint64_t>()), j["ttft_ms"]["p50"].get<double>(),
                  j["ttft_ms"]["p99"].get<double>());
-    const std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j);
+    std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j);
     if (!misses.empty()) {
-        std::vector<std::pair<std::string, std::uint64_t>> by_count = misses;
-        std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+        std::stable_sort(misses.begin(), misses.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
         std::fprintf(to, "miss_reasons:");
-        for (const auto& [name, count] : by_count) std::fprintf(to, " %s=%llu", name.c_str(), static_cast<unsigned long long>(count));
+        for (const auto& [name, count] : misses) std::fprintf(to, " %s=%llu", name.c_str(), static_cast<unsigned long long>(count));
         std::fprintf(to, "\n");
     }
     for (const auto& [name, count] : j["invariant_violations"].items())
@@ -436,19 +436,14 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
     }
     rows.emplace_back("invariant violations", std::move(violations));
     // Every miss reason any policy recorded, 0 where another did not.
-    std::set<std::string> reasons;
-    for (const auto& r : reports)
-        for (const auto& [name, count] : miss_counts(r)) reasons.insert(name);
-    for (const std::string& reason : reasons) {
-        std::vector<std::string> cells;
-        for (const auto& r : reports) {
-            std::uint64_t n = 0;
-            for (const auto& [name, count] : miss_counts(r))
-                if (name == reason) n = count;
-            cells.push_back(std::to_string(n));
+    std::map<std::string, std::vector<std::string>> misses;
+    for (std::size_t i = 0; i < reports.size(); ++i)
+        for (const auto& [name, count] : miss_counts(reports[i])) {
+            std::vector<std::string>& cells = misses[name];
+            cells.resize(reports.size(), "0");
+            cells[i] = std::to_string(count);
         }
-        rows.emplace_back("miss " + reason, std::move(cells));
-    }
+    for (auto& [name, cells] : misses) rows.emplace_back("miss " + name, std::move(cells));
     int width = 28;
     for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
     std::printf("%-*s", width, "metric");
