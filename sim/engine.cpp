@@ -286,9 +286,12 @@ private:
     void io_done(std::uint32_t op_id) {
         const model::IoOp op = world_.io[op_id];
         if (!op.live) return;
-        StepKind kind = faults_.io_outcome(op);
+        // A hung transfer (F2 timeout) fails now, at its timeout; any other draws its outcome.
+        const bool hung = op_id < hung_.size() && hung_[op_id] != 0;
+        if (hung) hung_[op_id] = 0;
+        StepKind kind = hung ? StepKind::io_fail : faults_.io_outcome(op);
         // A tier's own failures, from a stream of their own (runs without them draw nothing).
-        if (tier_failures_ && kind == StepKind::io_complete && op_id < io_tier_.size()) {
+        if (tier_failures_ && !hung && kind == StepKind::io_complete && op_id < io_tier_.size()) {
             const TierConfig& tier = io_tier_[op_id] == 0 ? s_.host : s_.disk;
             if (tier.failure_ppm > 0 && tier_rng_.chance_ppm(tier.failure_ppm)) kind = StepKind::io_fail;
         }
@@ -298,7 +301,8 @@ private:
         if (kind != StepKind::io_complete) {
             ++metrics_.faults[static_cast<std::size_t>(fault)];
             if (exporter_ || timeline_.takes_instants()) what = model::describe(world_, {kind, op_id, 0});
-            timeline_.instant(kind == StepKind::io_fail        ? "F2 load failure"
+            timeline_.instant(hung                             ? "F2 timeout"
+                              : kind == StepKind::io_fail      ? "F2 load failure"
                               : kind == StepKind::partial_load ? "F2 partial load"
                                                                : "F9 misaligned reload",
                               now_, what);
@@ -345,7 +349,15 @@ private:
     // The tier a transfer starting now runs on: host memory while its capacity lasts, then disk.
     const TierConfig& tier_now() const { return world_.disk_used_bytes <= s_.host.capacity_bytes ? s_.host : s_.disk; }
 
-    std::uint64_t io_delay_ns(const model::IoOp& op) {
+    // When the transfer `op_id`, starting now, ends.
+    std::uint64_t io_delay_ns(std::uint32_t op_id) {
+        const model::IoOp& op = world_.io[op_id];
+        // F2 timeout: the transfer hangs, and the I/O engine gives up on it after the timeout.
+        if (const std::uint64_t timeout = faults_.timeout_io_ns(op); timeout > 0) {
+            if (hung_.size() <= op_id) hung_.resize(op_id + 1);
+            hung_[op_id] = 1;
+            return timeout;
+        }
         const model::Segment& seg = world_.segments[op.segment];
         const TierConfig& tier = tier_now();
         const double bytes = static_cast<double>(world_.bytes_of(seg));
@@ -373,7 +385,7 @@ private:
                 if (io_tier_.size() <= op) io_tier_.resize(op + 1);
                 io_tier_[op] = &tier_now() == &s_.host ? 0 : 1;
             }
-            schedule(now_ + io_delay_ns(world_.io[op]), EventKind::io_done, op, 0);
+            schedule(now_ + io_delay_ns(op), EventKind::io_done, op, 0);
         }
         for (const model::Eviction& e : out.evicted) ++metrics_.evictions[static_cast<std::size_t>(e.form)];
         metrics_.recaptures += out.recaptures;
@@ -439,6 +451,7 @@ private:
     Rng tier_rng_;
     const bool tier_failures_ = s_.host.failure_ppm > 0 || s_.disk.failure_ppm > 0;
     std::vector<std::uint8_t> io_tier_;  // with tier failures: the tier each I/O op runs on (0 host, 1 disk)
+    std::vector<std::uint8_t> hung_;     // F2 timeout: the I/O ops that hang until their timeout (1)
     FaultInjector faults_;
     Timeline timeline_;
     Metrics metrics_;

@@ -13,12 +13,16 @@ using model::StepKind;
 
 FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::World& world) : world_(world), rng_(rng) {
     for (const FaultSpec& f : scenario.faults) {
-        auto& rate = rate_ppm_[static_cast<std::size_t>(f.fault)];
-        rate = std::min<std::uint32_t>(1'000'000, rate + f.rate_ppm);
-        if (f.rate_ppm > 0) rate_entries_[static_cast<std::size_t>(f.fault)].emplace_back(f.rate_ppm, f.action);
+        const std::size_t slot = slot_of(f.fault, f.action);
+        rate_ppm_[slot] = std::min<std::uint32_t>(1'000'000, rate_ppm_[slot] + f.rate_ppm);
+        if (f.rate_ppm > 0) rate_entries_[slot].emplace_back(f.rate_ppm, f.action);
         if (f.fault == FaultClass::F4) late_ns_ = f.extra_latency_us * 1000;
+        if (slot == kTimeoutSlot) {
+            timeouts_ = true;
+            timeout_ns_ = f.timeout_us * 1000;
+        }
         if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
-        if (f.at_request) aimed_.push_back({*f.at_request, f.fault, f.action, f.count});
+        if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count});
     }
     for (std::size_t k = 0; k < rate_entries_.size(); ++k)
         for (const auto& entry : rate_entries_[k]) rate_mixed_[k] = rate_mixed_[k] || entry.second != rate_entries_[k].front().second;
@@ -40,11 +44,11 @@ std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) con
 }
 
 // A firing aimed at the request in slot `request` (kNone: an opportunity of no request).
-std::optional<FaultAction> FaultInjector::aimed_at(FaultClass fault, std::uint32_t request) {
+std::optional<FaultAction> FaultInjector::aimed_at(std::size_t slot, std::uint32_t request) {
     if (request == kNone) return std::nullopt;
     const std::uint32_t uid = world_.requests[request].spec->uid;
     for (Aimed& a : aimed_)
-        if (a.fault == fault && a.uid == uid && a.left > 0) {
+        if (a.slot == slot && a.uid == uid && a.left > 0) {
             --a.left;
             return a.action;
         }
@@ -53,8 +57,8 @@ std::optional<FaultAction> FaultInjector::aimed_at(FaultClass fault, std::uint32
 
 // The action of a rate firing when the class's rate entries name different ones: one drawn in
 // proportion to their rates (the only case that draws for it).
-FaultAction FaultInjector::rate_action(FaultClass fault) {
-    const auto& entries = rate_entries_[static_cast<std::size_t>(fault)];
+FaultAction FaultInjector::rate_action(std::size_t slot) {
+    const auto& entries = rate_entries_[slot];
     std::uint64_t total = 0;
     for (const auto& e : entries) total += e.first;
     std::uint64_t pick = rng_.below(total);
@@ -66,15 +70,14 @@ FaultAction FaultInjector::rate_action(FaultClass fault) {
 }
 
 // roll() when firings are aimed or armed: those first, else the rate.
-std::optional<FaultAction> FaultInjector::roll_held(FaultClass fault, std::uint32_t request) {
-    const auto k = static_cast<std::size_t>(fault);
-    if (const std::optional<FaultAction> aimed = aimed_at(fault, request)) return aimed;
-    if (!armed_[k].empty()) {
-        const FaultAction action = armed_[k].front();
-        armed_[k].erase(armed_[k].begin());
+std::optional<FaultAction> FaultInjector::roll_held(std::size_t slot, std::uint32_t request) {
+    if (const std::optional<FaultAction> aimed = aimed_at(slot, request)) return aimed;
+    if (!armed_[slot].empty()) {
+        const FaultAction action = armed_[slot].front();
+        armed_[slot].erase(armed_[slot].begin());
         return action;
     }
-    return roll_rate(fault);
+    return roll_rate(slot);
 }
 
 // The coldest segment of `form` the fault can still act on (one already damaged is skipped).
@@ -104,7 +107,7 @@ void FaultInjector::global(FaultClass fault, FaultAction action, const Inject& i
             break;
         }
         case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, inject); break;
-        default: armed_[static_cast<std::size_t>(fault)].push_back(action); break;  // waits for its next opportunity
+        default: armed_[slot_of(fault, action)].push_back(action); break;  // waits for its next opportunity
     }
 }
 
@@ -187,6 +190,10 @@ StepKind FaultInjector::io_outcome(const model::IoOp& op) {
 
 std::uint64_t FaultInjector::late_io_ns(const model::IoOp& op) {
     return roll(FaultClass::F4, op.kind == model::IoKind::load ? op.request : kNone) ? late_ns_ : 0;
+}
+
+std::uint64_t FaultInjector::roll_timeout(const model::IoOp& op) {
+    return roll(kTimeoutSlot, op.kind == model::IoKind::load ? op.request : kNone) ? timeout_ns_ : 0;
 }
 
 }  // namespace kvcheck::sim

@@ -33,36 +33,47 @@ public:
     void during_decode(std::uint32_t request, const Inject& inject);  // F10
     model::StepKind io_outcome(const model::IoOp& op);                // F2 (error or partial), F9
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
+    // F2 timeout, at a transfer's start: how long until the hung transfer fails (0: it does not hang).
+    std::uint64_t timeout_io_ns(const model::IoOp& op) { return timeouts_ ? roll_timeout(op) : 0; }
 
 private:
-    // Whether the fault fires at this opportunity, and how: a firing aimed at its request, an
+    // Each fault class draws at its own opportunities, and F2's timeouts at transfer starts, not
+    // completions: they count apart, in a slot after the classes'.
+    static constexpr std::size_t kTimeoutSlot = kFaultClassCount;
+    static constexpr std::size_t kSlotCount = kFaultClassCount + 1;
+    static std::size_t slot_of(FaultClass fault, FaultAction action) {
+        return fault == FaultClass::F2 && action == FaultAction::timeout ? kTimeoutSlot : static_cast<std::size_t>(fault);
+    }
+    std::optional<FaultAction> roll(FaultClass fault, std::uint32_t request) { return roll(static_cast<std::size_t>(fault), request); }
+    // Whether the slot fires at this opportunity, and how: a firing aimed at its request, an
     // armed one, or the rate (the only one that draws, so aimed and armed firings leave the
     // random stream alone). Inline for the usual case, a rate alone: it runs at every transfer.
-    std::optional<FaultAction> roll(FaultClass fault, std::uint32_t request) {
-        const auto k = static_cast<std::size_t>(fault);
-        if (!aimed_.empty() || !armed_[k].empty()) return roll_held(fault, request);
-        return roll_rate(fault);
+    std::optional<FaultAction> roll(std::size_t slot, std::uint32_t request) {
+        if (!aimed_.empty() || !armed_[slot].empty()) return roll_held(slot, request);
+        return roll_rate(slot);
     }
-    std::optional<FaultAction> roll_rate(FaultClass fault) {
-        const auto k = static_cast<std::size_t>(fault);
-        if (rate_ppm_[k] == 0 || !rng_.chance_ppm(rate_ppm_[k])) return std::nullopt;
-        return rate_mixed_[k] ? rate_action(fault) : rate_entries_[k].front().second;
+    std::optional<FaultAction> roll_rate(std::size_t slot) {
+        if (rate_ppm_[slot] == 0 || !rng_.chance_ppm(rate_ppm_[slot])) return std::nullopt;
+        return rate_mixed_[slot] ? rate_action(slot) : rate_entries_[slot].front().second;
     }
-    std::optional<FaultAction> roll_held(FaultClass fault, std::uint32_t request);
-    std::optional<FaultAction> aimed_at(FaultClass fault, std::uint32_t request);
-    FaultAction rate_action(FaultClass fault);
+    std::optional<FaultAction> roll_held(std::size_t slot, std::uint32_t request);
+    std::uint64_t roll_timeout(const model::IoOp& op);
+    std::optional<FaultAction> aimed_at(std::size_t slot, std::uint32_t request);
+    FaultAction rate_action(std::size_t slot);
     void aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
     void global(FaultClass fault, FaultAction action, const Inject& inject);
     void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, const Inject& inject) const;
 
     const model::World& world_;
     Rng rng_;
-    std::array<std::uint32_t, kFaultClassCount> rate_ppm_{};
-    // The rate entries of each class with their actions, to pick one when they differ.
-    std::array<std::vector<std::pair<std::uint32_t, FaultAction>>, kFaultClassCount> rate_entries_{};
-    std::array<bool, kFaultClassCount> rate_mixed_{};  // the class's rate entries name different actions
-    std::array<std::vector<FaultAction>, kFaultClassCount> armed_{};  // one-shot firings waiting for their opportunity
+    std::array<std::uint32_t, kSlotCount> rate_ppm_{};
+    // The rate entries of each slot with their actions, to pick one when they differ.
+    std::array<std::vector<std::pair<std::uint32_t, FaultAction>>, kSlotCount> rate_entries_{};
+    std::array<bool, kSlotCount> rate_mixed_{};  // the slot's rate entries name different actions
+    std::array<std::vector<FaultAction>, kSlotCount> armed_{};  // one-shot firings waiting for their opportunity
     std::uint64_t late_ns_ = 50'000'000;
+    std::uint64_t timeout_ns_ = 1'000'000'000;
+    bool timeouts_ = false;  // an F2 entry of mode timeout: runs without one never roll for it
     std::uint32_t version_changes_ = 0;
     struct Timed {
         FaultSpec spec;
@@ -71,7 +82,7 @@ private:
     std::vector<Timed> scheduled_;
     struct Aimed {
         std::uint32_t uid;  // the request, in arrival order
-        FaultClass fault;
+        std::size_t slot;
         FaultAction action;
         std::uint32_t left;
     };

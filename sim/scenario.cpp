@@ -194,7 +194,8 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         // segment they hit.
         if (f.raw("mode") != nullptr) {
             if (spec.fault != FaultClass::F2) problems.add(at + "/mode", name + " has no modes (only F2 takes \"mode\")");
-            else if (f.choice("mode", "error", {"error", "partial"}) == "partial") spec.action = FaultAction::partial;
+            else if (const std::string mode = f.choice("mode", "error", {"error", "partial", "timeout"}); mode != "error")
+                spec.action = mode == "partial" ? FaultAction::partial : FaultAction::timeout;
         }
         if (f.raw("change") != nullptr) {
             if (spec.fault != FaultClass::F5) problems.add(at + "/change", name + " makes no model change (only F5 takes \"change\")");
@@ -213,6 +214,10 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
         spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));
         spec.extra_latency_us = f.unsigned_number("extra_latency_us", 50'000, 0, 1ULL << 32);
+        if (f.raw("timeout_us") != nullptr && spec.action != FaultAction::timeout)
+            problems.add(at + "/timeout_us", "only F2 with \"mode\": \"timeout\" takes \"timeout_us\", not " +
+                                                 (spec.fault == FaultClass::F2 ? std::string("F2 in mode ") + (spec.action == FaultAction::partial ? "partial" : "error") : name));
+        else spec.timeout_us = f.unsigned_number("timeout_us", 1'000'000, 1, 1ULL << 32);
         if (spec.rate_ppm == 0 && !spec.at_ns && !spec.at_event && !spec.at_request)
             problems.add(at, "a fault needs a rate_ppm, an at_ms, an at_event or an at_request");
         if (spec.at_request && (spec.at_ns || spec.at_event))

@@ -33,12 +33,12 @@ std::string_view fault_name(FaultClass fault);        // "F1" ...
 std::string_view fault_summary(FaultClass fault);     // "eviction interrupted mid-way" ...
 
 // What a firing of F2, F5, F6 or F10 does, when the entry names it (docs/faults.md, "Actions").
-enum class FaultAction : std::uint8_t { usual, weights, layout, evict, offload, migrate, partial };
+enum class FaultAction : std::uint8_t { usual, weights, layout, evict, offload, migrate, partial, timeout };
 
 struct FaultSpec {
     FaultClass fault = FaultClass::F1;
-    // F2 ("mode"): partial (usual is an error); F5 ("change"): weights or layout; F6, F10 ("action"):
-    // evict, offload or migrate.
+    // F2 ("mode"): partial or timeout (usual is an error); F5 ("change"): weights or layout; F6, F10
+    // ("action"): evict, offload or migrate.
     FaultAction action = FaultAction::usual;
     std::uint32_t rate_ppm = 0;            // per opportunity (see docs/faults.md), 0 = scheduled only
     std::optional<std::uint64_t> at_ns;    // scheduled at a virtual time ...
@@ -46,6 +46,7 @@ struct FaultSpec {
     std::optional<std::uint32_t> at_request;  // ... or at this request's opportunities (arrival order, from 0)
     std::uint32_t count = 1;               // scheduled: how many times to fire
     std::uint64_t extra_latency_us = 0;    // F4: how late a late I/O is
+    std::uint64_t timeout_us = 0;          // F2 timeout: how long after its start a hung transfer fails
 };
 
 struct Bound {

@@ -239,6 +239,44 @@ TEST(FaultActions, F2ModePartialCutsLoadsShort) {
     EXPECT_EQ(trusted["invariant_violations"].value("FM5_resident", 0), 0);
 }
 
+// Proves: F2 "mode": "timeout" hangs a transfer from its start and fails it timeout_us later
+// (default 1 s). A request waiting on a hung load waits exactly the timeout, where failing
+// transfers of mode "error" end at their usual time (a few ms); validated stays clean. A scheduled
+// timeout arms the next transfer to start and fires once.
+TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
+    const auto report = [&](const nlohmann::json& faults, const std::string& tag) {
+        nlohmann::json doc = read_json(source);
+        doc.erase("expect");
+        doc["faults"] = faults;
+        const Outcome o = kvcheck({"run", relocated_copy(source, doc, tag).string(), "--json", "--quiet"});
+        EXPECT_EQ(o.code, 0) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const auto clean = [](const nlohmann::json& r) {
+        EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
+        for (const auto& [name, count] : r["invariant_violations"].items()) EXPECT_EQ(count.get<int>(), 0) << name;
+    };
+    const nlohmann::json error = report({{{"fault", "F2"}, {"rate_ppm", 600000}}}, "f2-error-waits");
+    ASSERT_GT(error["load_failures"].get<int>(), 0);
+    EXPECT_LT(error["io_wait_ms"]["p99"].get<double>(), 50.0);
+
+    const nlohmann::json hung = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout");
+    EXPECT_GT(hung["faults_injected"].value("F2", 0), 0);
+    EXPECT_GT(hung["load_failures"].get<int>(), 0);
+    ASSERT_GT(hung["io_wait_ms"]["waits"].get<int>(), 0);
+    EXPECT_EQ(hung["io_wait_ms"]["p99"].get<double>(), 250.0) << "the longest waits end at the timeout";
+    clean(hung);
+    const nlohmann::json by_default = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}}}, "f2-timeout-default");
+    EXPECT_EQ(by_default["io_wait_ms"]["p99"].get<double>(), 1000.0);
+    clean(by_default);
+
+    const nlohmann::json once = report({{{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout-once");
+    EXPECT_EQ(once["faults_injected"].value("F2", 0), 1);
+    EXPECT_LE(once["load_failures"].get<int>(), 1);
+    clean(once);
+}
+
 // Proves: the text a run prints lists every miss reason of its report.json with its count, most
 // frequent first, and `compare` adds a "miss FORM.REASON" row for every reason any policy
 // recorded, with each policy's count (0 where it recorded none: naive never checks).

@@ -169,8 +169,8 @@ TEST_P(ScenarioFile, EveryExpectationHoldsUnderThePolicy) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioFile, testing::ValuesIn(all_cases()), case_name);
 
-// Proves: the catalogue is complete and well-formed: one scenario per fault class F1-F11 (two for
-// F2, one per mode), each of which injects that class, expects validated to stay clean
+// Proves: the catalogue is complete and well-formed: one scenario per fault class F1-F11 (three for
+// F2, one per mode: error, partial, timeout), each of which injects that class, expects validated to stay clean
 // while accounting for it, and names at least one policy that must show the damage; one scenario
 // per model preset that runs that preset with faults and expects validated clean; every file in
 // scenarios/ says what it demonstrates.
@@ -182,11 +182,15 @@ TEST(ScenarioCatalogue, EveryFaultClassAndPresetHasAScenario) {
         std::vector<fs::path> found;
         for (const fs::path& f : fault_files())
             if (f.stem().string().rfind(prefix, 0) == 0) found.push_back(f);
-        EXPECT_EQ(found.size(), k == 2 ? 2u : 1u) << "scenarios/" << prefix << "*.json";
+        EXPECT_EQ(found.size(), k == 2 ? 3u : 1u) << "scenarios/" << prefix << "*.json";
+        std::set<std::string> modes;
         for (const fs::path& file : found) {
             const nlohmann::json doc = read_json(file);
             bool injects = false;
-            for (const auto& spec : doc["faults"]) injects = injects || spec["fault"] == fault;
+            for (const auto& spec : doc["faults"]) {
+                injects = injects || spec["fault"] == fault;
+                if (spec["fault"] == fault && k == 2) modes.insert(spec.value("mode", "error"));
+            }
             EXPECT_TRUE(injects) << file << " does not inject " << fault;
             const nlohmann::json& expect = doc["expect"];
             ASSERT_TRUE(expect.contains("validated")) << file;
@@ -203,6 +207,9 @@ TEST(ScenarioCatalogue, EveryFaultClassAndPresetHasAScenario) {
                 ++damaged;
             }
             EXPECT_GE(damaged, 1u) << file << ": no policy is expected to show the damage";
+        }
+        if (k == 2) {
+            EXPECT_EQ(modes, (std::set<std::string>{"error", "partial", "timeout"})) << "F2 scenarios, one per mode";
         }
     }
     for (const std::string preset : {"deepseek-v32", "deepseek-v4", "gemma3-27b", "gpt-oss-120b", "llama4-scout", "qwen3-next", "toy"}) {
