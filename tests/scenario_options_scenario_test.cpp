@@ -275,6 +275,12 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
     EXPECT_EQ(once["faults_injected"].value("F2", 0), 1);
     EXPECT_LE(once["load_failures"].get<int>(), 1);
     clean(once);
+    // Aimed at request 132, which loads: its load hangs from its start, and its wait lasts the timeout.
+    const nlohmann::json aimed = report({{{"fault", "F2"}, {"at_request", 132}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout-aimed");
+    EXPECT_EQ(aimed["faults_injected"].value("F2", 0), 1);
+    EXPECT_EQ(aimed["load_failures"].get<int>(), 1);
+    EXPECT_EQ(aimed["io_wait_ms"]["p99"].get<double>(), 250.0);
+    clean(aimed);
 }
 
 // Proves: the text a run prints lists every miss reason of its report.json with its count, most
