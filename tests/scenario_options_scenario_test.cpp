@@ -200,19 +200,26 @@ TEST(FaultActions, ChangeAndActionChooseTheStep) {
     check_validated(offload10, "F10");
 }
 
+namespace {
+
+// fault-f2-load-failure.json with other faults and no expectations, written apart as `tag`.
+fs::path f2_variant(const nlohmann::json& faults, const std::string& tag) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
+    nlohmann::json doc = read_json(source);
+    doc.erase("expect");
+    doc["faults"] = faults;
+    return relocated_copy(source, doc, tag);
+}
+
+}  // namespace
+
 // Proves: "mode" chooses how F2 fails a transfer. "error" is the default: naming it changes no
 // byte of report.json. Under validated's load-length check a partial load is a failed load, so
 // "partial" reaches the same final state with the same F2 firings and load failures; the
 // trust-partial-load mutant, clean under errors, takes partial loads as complete and reads bytes
 // that are not the ground truth (OR1), while every segment it reads is resident (FM5 holds).
 TEST(FaultActions, F2ModePartialCutsLoadsShort) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
-    const auto scenario = [&](const nlohmann::json& faults, const std::string& tag) {
-        nlohmann::json doc = read_json(source);
-        doc.erase("expect");
-        doc["faults"] = faults;
-        return relocated_copy(source, doc, tag);
-    };
+    const auto scenario = f2_variant;
     const auto report = [](const fs::path& file, const std::string& policy) {
         const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
         EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
@@ -244,12 +251,8 @@ TEST(FaultActions, F2ModePartialCutsLoadsShort) {
 // transfers of mode "error" end at their usual time (a few ms); validated stays clean. A scheduled
 // timeout arms the next transfer to start and fires once.
 TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
-    const auto report = [&](const nlohmann::json& faults, const std::string& tag) {
-        nlohmann::json doc = read_json(source);
-        doc.erase("expect");
-        doc["faults"] = faults;
-        const Outcome o = kvcheck({"run", relocated_copy(source, doc, tag).string(), "--json", "--quiet"});
+    const auto report = [](const nlohmann::json& faults, const std::string& tag) {
+        const Outcome o = kvcheck({"run", f2_variant(faults, tag).string(), "--json", "--quiet"});
         EXPECT_EQ(o.code, 0) << o.all();
         return nlohmann::json::parse(o.out);
     };
