@@ -277,6 +277,7 @@ private:
         Tracking& t = tracking_[r];
         metrics_.reused_tokens += q.resume_len;
         metrics_.computed_tokens += q.spec->input_tokens - q.resume_len;
+        metrics_.count_reuse(q.resume_len, q.spec->input_tokens);
         if (t.hash_hit_len > q.resume_len) metrics_.recomputed_tokens += t.hash_hit_len - q.resume_len;
         const std::uint32_t grain = world_.derived.lcm_tokens;
         if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || t.stale)) ++metrics_.post_hit_fallbacks;

@@ -56,6 +56,15 @@ std::map<std::string, std::uint64_t> by_fault(const std::array<std::uint64_t, kF
     return out;
 }
 
+// Reads by the share of the prompt resumed: "0" (nothing), then "0-10" (above 0 %, at most 10 %)
+// and so on to "90-100"; names that sort in the order of the buckets.
+std::map<std::string, std::uint64_t> reuse_buckets(const Metrics& m) {
+    std::map<std::string, std::uint64_t> out;
+    for (std::size_t b = 0; b < kReuseBoundsPct.size(); ++b)
+        out[(b == 0 ? "" : std::to_string(kReuseBoundsPct[b - 1]) + "-") + std::to_string(kReuseBoundsPct[b])] = m.reads_by_reuse[b];
+    return out;
+}
+
 std::map<std::string, std::uint64_t> peaks(const Metrics& m) {
     std::map<std::string, std::uint64_t> out;
     for (model::Form f : model::kAllForms) out[std::string(model::form_name(f))] = m.peak_form_bytes[static_cast<int>(f)];
@@ -83,6 +92,14 @@ nlohmann::json series_json(const Series& series) {
 }
 
 }  // namespace
+
+void Metrics::count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_tokens) {
+    const std::uint64_t resumed = std::min(resumed_tokens, prompt_tokens);
+    std::size_t b = 0;
+    while (resumed * 100 > std::uint64_t{kReuseBoundsPct[b]} * prompt_tokens) ++b;  // the last bound, 100 %, holds
+    ++reads_by_reuse[b];
+    reuse_share_sum += prompt_tokens == 0 ? 0.0 : static_cast<double>(resumed) / static_cast<double>(prompt_tokens);
+}
 
 std::uint64_t Metrics::total_violations() const {
     std::uint64_t n = 0;
@@ -123,6 +140,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"reused_tokens", m.reused_tokens},
             {"recomputed_tokens", m.recomputed_tokens},
             {"computed_tokens", m.computed_tokens},
+            {"requests_by_reuse_pct", reuse_buckets(m)},
             {"stale_revalidations", m.stale_revalidations},
             {"admission_refusals", m.admission_refusals},
             {"graph_recaptures", m.recaptures},
@@ -177,6 +195,17 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     for (const auto& [form, reasons] : m.miss_reasons)
         for (const auto& [reason, count] : reasons)
             out << "kvcheck_miss_reasons_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << count << "\n";
+    out << "# HELP kvcheck_request_reuse_ratio Share of each request's prompt resumed from cache, at its read.\n"
+           "# TYPE kvcheck_request_reuse_ratio histogram\n";
+    std::uint64_t reads = 0;
+    for (std::size_t b = 0; b < kReuseBoundsPct.size(); ++b) {
+        reads += m.reads_by_reuse[b];
+        out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"" << static_cast<double>(kReuseBoundsPct[b]) / 100 << "\"} " << reads
+            << "\n";
+    }
+    out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"+Inf\"} " << reads << "\n";
+    out << "kvcheck_request_reuse_ratio_sum{" << policy << "} " << m.reuse_share_sum << "\n";
+    out << "kvcheck_request_reuse_ratio_count{" << policy << "} " << reads << "\n";
     out << "# HELP kvcheck_evictions_total Evictions per form.\n# TYPE kvcheck_evictions_total counter\n";
     for (const auto& [form, count] : by_form(m.evictions))
         out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\"} " << count << "\n";

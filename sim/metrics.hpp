@@ -18,6 +18,10 @@ namespace kvcheck::sim {
 
 inline constexpr int kReportSchemaVersion = 1;
 
+// Upper bounds, in percent, of the buckets of `Metrics::reads_by_reuse`: bucket i counts the reads
+// that resumed at most kReuseBoundsPct[i] % of their prompt and more than the bound before it.
+inline constexpr std::array<std::uint32_t, 7> kReuseBoundsPct{0, 10, 25, 50, 75, 90, 100};
+
 struct Corruption {
     std::uint32_t request = 0;  // request uid (trace order)
     std::string form;
@@ -85,6 +89,8 @@ struct Metrics {
     std::uint64_t reused_tokens = 0;      // tokens read from cache
     std::uint64_t recomputed_tokens = 0;  // hit tokens computed again because they were not resumable
     std::uint64_t computed_tokens = 0;    // prefill tokens computed
+    std::array<std::uint64_t, kReuseBoundsPct.size()> reads_by_reuse{};  // reads by the share of the prompt resumed
+    double reuse_share_sum = 0;           // the sum of those shares (Prometheus histogram _sum)
     std::uint64_t stale_revalidations = 0;
     std::uint64_t admission_refusals = 0;
     std::uint64_t recaptures = 0;
@@ -112,6 +118,7 @@ struct Metrics {
     std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1
 
     void sample_memory(const model::World& world);
+    void count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_tokens);
     double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }
     double fallback_rate() const { return hits == 0 ? 0.0 : static_cast<double>(post_hit_fallbacks) / static_cast<double>(hits); }
     std::uint64_t total_violations() const;

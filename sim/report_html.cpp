@@ -89,6 +89,9 @@ json load_report(const std::filesystem::path& file) {
         throw InputError(name, "/schema_version",
                          "report schema " + report["schema_version"].dump() + "; this kvcheck reads " + std::to_string(kReportSchemaVersion));
     check_shape(report, shape, "", name);
+    // Figures added after schema 1 was fixed: optional (older reports lack them), checked when there.
+    if (report.contains("requests_by_reuse_pct"))
+        check_shape(report["requests_by_reuse_pct"], json{{"*", 0}}, "/requests_by_reuse_pct", name);
     const json& series = report["series"];
     const std::size_t points = series["t_s"].size();
     for (const auto& [key, values] : series.items()) {
@@ -244,6 +247,22 @@ std::string cell_verdicts(const NamedReport& nr, const Scales& s) {
         bars.push_back({v, number(nr.report, std::string("verdicts.") + v), color_of(v)});
     return figure("Verdict of each first lookup", svg::bar_chart("verdict mix", bars, s.lookups_max, Unit::count, number(nr.report, "lookups")),
                   "Shares are of " + svg::format_value(number(nr.report, "lookups"), Unit::count) + " lookups.");
+}
+
+std::string cell_reuse(const NamedReport& nr, const Scales& s) {
+    const char* caption = "Share of each prompt resumed from the cache";
+    const auto it = nr.report.find("requests_by_reuse_pct");
+    if (it == nr.report.end()) return figure(caption, "<p class=\"empty\">Not in this report: it predates the figure.</p>");
+    std::vector<svg::Bar> bars;
+    double reads = 0;
+    for (const auto& [range, count] : it->items()) {
+        const double n = count.get<double>();  // load_report checked it is a count
+        bars.push_back({range + " %", n, "#4e79a7"});
+        reads += n;
+    }
+    return figure(caption, svg::bar_chart("reuse per request", bars, s.lookups_max, Unit::count, reads),
+                  "Requests by the share of their prompt read from the cache at their read, of " + svg::format_value(reads, Unit::count) +
+                      " reads; \"0 %\" resumed nothing.");
 }
 
 std::string cell_misses(const NamedReport& nr, const Scales& s) {
@@ -496,6 +515,7 @@ std::string report_html(const std::vector<NamedReport>& reports) {
         {"", cell_header},
         {"Hits and post-hit fallbacks", cell_rates},
         {"Verdicts", cell_verdicts},
+        {"Reuse per request", cell_reuse},
         {"Misses", cell_misses},
         {"Memory", cell_memory},
         {"Latency", cell_latency},

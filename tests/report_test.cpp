@@ -131,6 +131,40 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
     EXPECT_GT(naive["faults_injected"].size(), 0u);
 }
 
+// requests_by_reuse_pct counts every request's read once, in the bucket of the share of its prompt
+// it resumed, and metrics.prom carries the same counts as a cumulative histogram. naive resumes
+// all of every hit, so it resumes nothing exactly where nothing hit (its full_recompute verdicts);
+// validated, which falls back after hits, resumes nothing more often.
+TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
+    const std::vector<std::string> ranges = {"0", "0-10", "10-25", "25-50", "50-75", "75-90", "90-100"};
+    const std::vector<std::string> bounds = {"0", "0.1", "0.25", "0.5", "0.75", "0.9", "1", "+Inf"};
+    std::map<std::string, nlohmann::json> reports;
+    for (const std::string policy : {"naive", "validated"}) {
+        SCOPED_TRACE(policy);
+        const nlohmann::json report = nlohmann::json::parse(slurp(compare_ + "/" + policy + "/report.json"));
+        const std::string prom = slurp(compare_ + "/" + policy + "/metrics.prom");
+        const nlohmann::json& buckets = report["requests_by_reuse_pct"];
+        ASSERT_EQ(buckets.size(), ranges.size()) << buckets.dump();
+        std::uint64_t reads = 0;
+        for (std::size_t b = 0; b < bounds.size(); ++b) {
+            if (b < ranges.size()) reads += buckets.at(ranges[b]).get<std::uint64_t>();
+            const std::string line = "kvcheck_request_reuse_ratio_bucket{policy=\"" + policy + "\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
+            EXPECT_NE(prom.find(line), std::string::npos) << line;
+        }
+        EXPECT_EQ(reads, report["requests"].get<std::uint64_t>());
+        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{policy=\"" + policy + "\"} " + std::to_string(reads) + "\n"), std::string::npos);
+        reports[policy] = report;
+    }
+    EXPECT_EQ(reports["naive"]["requests_by_reuse_pct"]["0"], reports["naive"]["verdicts"]["full_recompute"]);
+    EXPECT_GT(reports["validated"]["requests_by_reuse_pct"]["0"].get<int>(), reports["naive"]["requests_by_reuse_pct"]["0"].get<int>());
+    // A report.json written before the figure existed still renders, without that chart.
+    std::vector<kvcheck::sim::NamedReport> older = kvcheck::sim::load_run_reports(compare_);
+    for (kvcheck::sim::NamedReport& nr : older) nr.report.erase("requests_by_reuse_pct");
+    const std::string page = kvcheck::sim::report_html(older);
+    EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 2u);
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 2);
+}
+
 // The compare page is one well-formed, self-contained document with both policies side by side.
 TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
     ASSERT_FALSE(html_.empty());
@@ -149,11 +183,13 @@ TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
     EXPECT_NE(html_.find("<h3>naive</h3>"), std::string::npos);
     EXPECT_NE(html_.find("<h3>validated</h3>"), std::string::npos);
     EXPECT_NE(html_.find("--columns:2"), std::string::npos);
-    for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Misses", "Memory", "Latency", "Silent corruptions", "Invariants", "Counters"})
+    for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Reuse per request", "Misses", "Memory", "Latency",
+                            "Silent corruptions", "Invariants", "Counters"})
         EXPECT_EQ(count(html_, "<h2>" + std::string(row) + "</h2>"), 1u) << row;
-    // Ten charts per policy: rates, verdicts, misses, GPU memory, offloaded bytes, TTFT, I/O wait,
-    // summed I/O wait, silent corruptions over time (naive has some) and invariant violations.
-    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 20u);
+    // Eleven charts per policy: rates, verdicts, reuse per request, misses, GPU memory, offloaded
+    // bytes, TTFT, I/O wait, summed I/O wait, silent corruptions over time (naive has some) and
+    // invariant violations.
+    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 22u);
     EXPECT_NE(html_.find("No silent corruption, no invariant violated"), std::string::npos);  // validated
     EXPECT_NE(html_.find("OR1_ground_truth"), std::string::npos);                             // naive's explained corruptions
     EXPECT_NE(html_.find("report.json keeps the p50 and p99"), std::string::npos);
@@ -180,7 +216,7 @@ TEST_F(ReportTest, RunHtmlWritesASingleColumnPage) {
     const std::string page = slurp(out + "/report.html");
     EXPECT_NE(page.find("--columns:1"), std::string::npos);
     EXPECT_EQ(count(page, "<table class=\"comparison\">"), 0u);
-    EXPECT_EQ(count(page, "<svg class=\"chart\""), 9u);  // validated has no corruption, so no corruption curve
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), 10u);  // validated has no corruption, so no corruption curve
     EXPECT_EQ(run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html", scratch_).code, 2);  // --html needs --out
     fs::remove_all(out);
 }
