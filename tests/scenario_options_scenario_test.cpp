@@ -288,7 +288,8 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
 
 // Proves: the text a run prints lists every miss reason of its report.json with its count, most
 // frequent first, and `compare` adds a "miss FORM.REASON" row for every reason any policy
-// recorded, with each policy's count (0 where it recorded none: naive never checks).
+// recorded, with each policy's count (0 where it recorded none: naive never checks), and a
+// "requests reusing RANGE %" row for each bucket of requests_by_reuse_pct.
 TEST(TextOutput, SummaryAndCompareListTheMissReasons) {
     const std::string source = (kSourceDir / "scenarios" / "quickstart.json").string();
     const Outcome json_run = kvcheck({"run", source, "--json", "--quiet"});
@@ -320,5 +321,11 @@ TEST(TextOutput, SummaryAndCompareListTheMissReasons) {
     for (const auto& [name, count] : expected) {
         const std::regex row("\nmiss " + name + " +0 +" + std::to_string(count) + "\n");
         EXPECT_TRUE(std::regex_search(cmp.out, row)) << name << " in\n" << cmp.out;
+    }
+    // validated's column of the "requests reusing" rows is its requests_by_reuse_pct.
+    ASSERT_EQ(report["requests_by_reuse_pct"].size(), 7u);
+    for (const auto& [range, count] : report["requests_by_reuse_pct"].items()) {
+        const std::regex row("\nrequests reusing " + range + " % +[0-9]+ +" + std::to_string(count.get<std::uint64_t>()) + "\n");
+        EXPECT_TRUE(std::regex_search(cmp.out, row)) << range << " in\n" << cmp.out;
     }
 }

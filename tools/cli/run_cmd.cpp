@@ -415,6 +415,13 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
         {"silent_corruptions", "silent corruptions"},
         {"reused_tokens", "reused tokens"},
         {"recomputed_tokens", "recomputed tokens"},
+        {"requests_by_reuse_pct.0", "requests reusing 0 %"},
+        {"requests_by_reuse_pct.0-10", "requests reusing 0-10 %"},
+        {"requests_by_reuse_pct.10-25", "requests reusing 10-25 %"},
+        {"requests_by_reuse_pct.25-50", "requests reusing 25-50 %"},
+        {"requests_by_reuse_pct.50-75", "requests reusing 50-75 %"},
+        {"requests_by_reuse_pct.75-90", "requests reusing 75-90 %"},
+        {"requests_by_reuse_pct.90-100", "requests reusing 90-100 %"},
         {"ttft_ms.p50", "TTFT p50 (ms)"},
         {"ttft_ms.p99", "TTFT p99 (ms)"},
     };
