@@ -8,6 +8,15 @@
 
 namespace kvcheck::model {
 
+std::string_view eviction_cause_name(EvictionCause cause) {
+    switch (cause) {
+        case EvictionCause::admission: return "admission";
+        case EvictionCause::release: return "release";
+        case EvictionCause::evict_step: return "evict_step";
+    }
+    KV_UNREACHABLE("unknown eviction cause");
+}
+
 namespace {
 
 // Eviction order: expired windows and rolling tails are cheapest to lose, recurrent checkpoints
@@ -82,7 +91,7 @@ bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
             }
         }
         if (victim == kNone) return false;
-        if (log != nullptr) log->evicted.push_back({w.segments[victim].form, w.bytes_of(w.segments[victim])});
+        if (log != nullptr) log->evicted.push_back({w.segments[victim].form, w.bytes_of(w.segments[victim]), EvictionCause::admission});
         const std::size_t list = World::lru_list(w.segments[victim]);
         evict_segment(w, victim);
         prefetch_eviction(w, w.lru_head[list]);

@@ -3,14 +3,23 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "model/world.hpp"
 
 namespace kvcheck::model {
 
+// Why an entry left the table or the GPU: to make room (admission, for a new entry or a load),
+// released by its writer because no resume can read it (folded tails, SWA blocks that slid out,
+// duplicates, shed extents), or by an evict step (the explorer's evictor; faults F6, F7, F8, F10).
+enum class EvictionCause : std::uint8_t { admission, release, evict_step };
+inline constexpr int kEvictionCauseCount = 3;
+std::string_view eviction_cause_name(EvictionCause cause);
+
 struct Eviction {
     Form form;
     std::uint64_t bytes;
+    EvictionCause cause = EvictionCause::admission;
 };
 
 // Evictions an admission caused, for metrics. Bounded by the number of evictable segments.

@@ -55,11 +55,11 @@ void release_if_unread(World& w, const Request& q, std::uint32_t id, StepOutcome
     if (s.writer != q.writer || s.stage != Stage::ready) return;
     const bool unread = s.is_tail || s.duplicate || private_window_block(w, s);
     if (unread && s.pins == 0) {
-        out.evicted.push_back({s.form, w.bytes_of(s)});
+        out.evicted.push_back({s.form, w.bytes_of(s), EvictionCause::release});
         free_segment(w, id);
     } else if (!unread && s.units() > 1 && s.form == Form::swa_window && w.group(s.group).kind == GroupKind::swa &&
                !s.shed && s.slot != kNone && s.disk == kNone && retained_units(w, s) < s.units()) {
-        out.evicted.push_back({s.form, shed(w, id)});
+        out.evicted.push_back({s.form, shed(w, id), EvictionCause::release});
     }
 }
 
@@ -396,7 +396,7 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
         case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::evict:
-            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t])});
+            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step});
             evict_segment(w, t);
             break;
         case StepKind::offload: {

@@ -388,7 +388,10 @@ private:
             }
             schedule(now_ + io_delay_ns(op), EventKind::io_done, op, 0);
         }
-        for (const model::Eviction& e : out.evicted) ++metrics_.evictions[static_cast<std::size_t>(e.form)];
+        for (const model::Eviction& e : out.evicted) {
+            ++metrics_.evictions[static_cast<std::size_t>(e.form)];
+            ++metrics_.evictions_by_cause[static_cast<std::size_t>(e.cause)][static_cast<std::size_t>(e.form)];
+        }
         metrics_.recaptures += out.recaptures;
         if (out.admission_refused) ++metrics_.admission_refusals;
         metrics_.sample_memory(world_);

@@ -49,6 +49,16 @@ std::map<std::string, std::uint64_t> by_form(const std::array<std::uint64_t, mod
     return out;
 }
 
+// Evictions by cause, then form; causes and forms that never happened left out.
+std::map<std::string, std::map<std::string, std::uint64_t>> by_cause(const Metrics& m) {
+    std::map<std::string, std::map<std::string, std::uint64_t>> out;
+    for (int c = 0; c < model::kEvictionCauseCount; ++c) {
+        std::map<std::string, std::uint64_t> forms = by_form(m.evictions_by_cause[static_cast<std::size_t>(c)]);
+        if (!forms.empty()) out[std::string(model::eviction_cause_name(static_cast<model::EvictionCause>(c)))] = std::move(forms);
+    }
+    return out;
+}
+
 std::map<std::string, std::uint64_t> by_fault(const std::array<std::uint64_t, kFaultClassCount>& counts) {
     std::map<std::string, std::uint64_t> out;
     for (int k = 0; k < kFaultClassCount; ++k)
@@ -148,6 +158,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"loads", m.loads},
             {"load_failures", m.load_failures},
             {"evictions", by_form(m.evictions)},
+            {"evictions_by_cause", by_cause(m)},
             {"faults_injected", by_fault(m.faults)},
             {"silent_corruptions", m.silent_corruptions},
             {"corruption_examples", corruptions},
@@ -206,9 +217,10 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"+Inf\"} " << reads << "\n";
     out << "kvcheck_request_reuse_ratio_sum{" << policy << "} " << m.reuse_share_sum << "\n";
     out << "kvcheck_request_reuse_ratio_count{" << policy << "} " << reads << "\n";
-    out << "# HELP kvcheck_evictions_total Evictions per form.\n# TYPE kvcheck_evictions_total counter\n";
-    for (const auto& [form, count] : by_form(m.evictions))
-        out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\"} " << count << "\n";
+    out << "# HELP kvcheck_evictions_total Evictions per form and cause.\n# TYPE kvcheck_evictions_total counter\n";
+    for (const auto& [cause, forms] : by_cause(m))
+        for (const auto& [form, count] : forms)
+            out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\",cause=\"" << cause << "\"} " << count << "\n";
     out << "# HELP kvcheck_invariant_violations_total Invariant violations by name.\n"
            "# TYPE kvcheck_invariant_violations_total counter\n";
     // Every catalogued invariant, 0 included, so that an alert on a clean run's series can fire.

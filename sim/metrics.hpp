@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/alloc.hpp"
 #include "model/world.hpp"
 #include "sim/scenario.hpp"
 
@@ -98,6 +99,7 @@ struct Metrics {
     std::uint64_t loads = 0;
     std::uint64_t load_failures = 0;
     std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
+    std::array<std::array<std::uint64_t, model::kFormCount>, model::kEvictionCauseCount> evictions_by_cause{};  // by cause, then form
     std::array<std::uint64_t, kFaultClassCount> faults{};      // injected, by class
     std::uint64_t silent_corruptions = 0;            // resumes whose output would be wrong
     std::vector<Corruption> corruption_examples;     // the first few, explained

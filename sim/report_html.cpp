@@ -92,6 +92,8 @@ json load_report(const std::filesystem::path& file) {
     // Figures added after schema 1 was fixed: optional (older reports lack them), checked when there.
     if (report.contains("requests_by_reuse_pct"))
         check_shape(report["requests_by_reuse_pct"], json{{"*", 0}}, "/requests_by_reuse_pct", name);
+    if (report.contains("evictions_by_cause"))
+        check_shape(report["evictions_by_cause"], json{{"*", {{"*", 0}}}}, "/evictions_by_cause", name);
     const json& series = report["series"];
     const std::size_t points = series["t_s"].size();
     for (const auto& [key, values] : series.items()) {
@@ -149,6 +151,7 @@ struct Scales {
     std::set<std::pair<std::string, std::string>> misses;  // (form, reason) seen in any column
     std::set<std::string> invariants;
     std::set<std::string> evictions;  // keys of "evictions", "faults_injected" and "memory_bytes" in any column
+    std::set<std::pair<std::string, std::string>> eviction_causes;  // (form, cause) of "evictions_by_cause" in any column
     std::set<std::string> faults;
     std::set<std::string> memory;
 };
@@ -182,6 +185,9 @@ Scales scales_of(const std::vector<NamedReport>& reports) {
         s.ttft_max = std::max(s.ttft_max, number(r, "ttft_ms.p99"));
         s.io_wait_max = std::max(s.io_wait_max, number(r, "io_wait_ms.p99"));
         for (const auto& [name, count] : r["evictions"].items()) s.evictions.insert(name);
+        if (r.contains("evictions_by_cause"))
+            for (const auto& [cause, counts] : r["evictions_by_cause"].items())
+                for (const auto& [form, count] : counts.items()) s.eviction_causes.insert({form, cause});
         for (const auto& [name, count] : r["faults_injected"].items()) s.faults.insert(name);
         for (const auto& [name, count] : r["memory_bytes"].items()) s.memory.insert(name);
         for (const auto& [name, count] : r["invariant_violations"].items()) {
@@ -365,6 +371,10 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
         row(key, svg::format_value(number(r, key), Unit::count));
     // The union of every column's keys, so the rows line up across columns.
     for (const std::string& name : s.evictions) row("evictions " + name, svg::format_value(r["evictions"].value(name, 0.0), Unit::count));
+    for (const auto& [form, cause] : s.eviction_causes) {
+        const double n = number(r, "evictions_by_cause." + cause + "." + form);
+        row("evictions " + form + " · " + cause, r.contains("evictions_by_cause") ? svg::format_value(n, Unit::count) : "-");
+    }
     for (const std::string& name : s.faults) row("faults_injected " + name, svg::format_value(r["faults_injected"].value(name, 0.0), Unit::count));
     for (const std::string& name : s.memory)
         row("peak " + name, svg::format_value(r["memory_bytes"].value(name, 0.0), Unit::bytes));

@@ -120,6 +120,10 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
         ASSERT_EQ(report["invariant_violations"].size(), 16u);
         for (const auto& [name, count] : report["invariant_violations"].items())
             EXPECT_EQ(sample("invariant_violations_total", ",invariant=\"" + name + "\""), count.get<double>()) << name;
+        ASSERT_FALSE(report["evictions_by_cause"].empty());
+        for (const auto& [cause, forms] : report["evictions_by_cause"].items())
+            for (const auto& [form, count] : forms.items())
+                EXPECT_EQ(sample("evictions_total", ",form=\"" + form + "\",cause=\"" + cause + "\""), count.get<double>()) << form << " " << cause;
         for (int k = 1; k <= 11; ++k) {
             const std::string fault = "F" + std::to_string(k);
             const double injected = report["faults_injected"].value(fault, 0.0);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -284,6 +285,37 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
     EXPECT_EQ(aimed["load_failures"].get<int>(), 1);
     EXPECT_EQ(aimed["io_wait_ms"]["p99"].get<double>(), 250.0);
     clean(aimed);
+}
+
+// Proves: evictions_by_cause splits every eviction by what caused it. Each firing of F6, F7 or F8
+// (action evict) is one evict step, so those scenarios' evict_step evictions equal their faults;
+// a run without an evicting fault has none; and over the causes every form adds up to `evictions`.
+TEST(Evictions, EachCauseCountsWhatCausedIt) {
+    const auto report = [](const std::string& file) {
+        const Outcome o = kvcheck({"run", (kSourceDir / "scenarios" / file).string(), "--json", "--quiet"});
+        EXPECT_EQ(o.code, 0) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const auto adds_up = [](const nlohmann::json& r) {
+        std::map<std::string, std::uint64_t> total;
+        for (const auto& [cause, forms] : r["evictions_by_cause"].items())
+            for (const auto& [form, count] : forms.items()) total[form] += count.get<std::uint64_t>();
+        EXPECT_EQ(nlohmann::json(total), r["evictions"]);
+    };
+    for (const auto& [file, fault] : std::vector<std::pair<std::string, std::string>>{
+             {"fault-f6-evict-before-read.json", "F6"}, {"fault-f7-tail-boundary-advance.json", "F7"}, {"fault-f8-swa-expiry.json", "F8"}}) {
+        SCOPED_TRACE(file);
+        const nlohmann::json r = report(file);
+        ASSERT_GT(r["faults_injected"].value(fault, 0), 0);
+        std::uint64_t steps = 0;
+        for (const auto& [form, count] : r["evictions_by_cause"]["evict_step"].items()) steps += count.get<std::uint64_t>();
+        EXPECT_EQ(steps, r["faults_injected"][fault].get<std::uint64_t>());
+        adds_up(r);
+    }
+    const nlohmann::json quiet = report("fault-f2-load-failure.json");
+    EXPECT_FALSE(quiet["evictions_by_cause"].contains("evict_step"));
+    EXPECT_GT(quiet["evictions_by_cause"]["admission"].size(), 0u);
+    adds_up(quiet);
 }
 
 // Proves: the text a run prints lists every miss reason of its report.json with its count, most
