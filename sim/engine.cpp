@@ -3,6 +3,7 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -44,6 +45,14 @@ struct Tracking {
     std::uint32_t hash_hit_len = 0;
     bool looked_up = false;
     bool stale = false;
+};
+
+// A segment a completed load brought back, for whom, at which epoch, from which tier (0 host,
+// 1 disk): a read of it by that request counts its tokens under that source.
+struct LoadMark {
+    std::uint32_t uid_plus_1 = 0;  // 0: no load marked
+    std::uint32_t epoch = 0;
+    std::uint8_t tier = 0;
 };
 
 class Engine {
@@ -92,6 +101,7 @@ public:
         model::check_invariants(world_, model::StepOutcome{}, true, found);
         count(found);
         metrics_.sim_time_ns = now_;
+        metrics_.resume_grain_tokens = world_.grain_tokens;
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next()};
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};
@@ -190,7 +200,7 @@ private:
         after(out);
         switch (kind) {
             case StepKind::lookup: {
-                if (out.lookup && !t.looked_up) first_lookup(t, *out.lookup);
+                if (out.lookup && !t.looked_up) first_lookup(r, *out.lookup);
                 else if (out.lookup) count_misses(*out.lookup);  // after loads or a stale revalidation
                 if (q.phase == Phase::waiting_io) {
                     t.io_wait_start_ns = now_;
@@ -258,12 +268,14 @@ private:
         }
     }
 
-    void first_lookup(Tracking& t, const model::LookupResult& res) {
+    void first_lookup(std::uint32_t r, const model::LookupResult& res) {
+        Tracking& t = tracking_[r];
         t.looked_up = true;
         t.hash_hit_len = res.hash_hit_len;
         ++metrics_.lookups;
         if (res.hash_hit_len > 0) ++metrics_.hits;
         metrics_.hit_tokens += res.hash_hit_len;
+        metrics_.prompt_tokens += world_.requests[r].spec->input_tokens;
         ++metrics_.verdicts[static_cast<int>(res.verdict)];
         count_misses(res);
     }
@@ -278,10 +290,49 @@ private:
         metrics_.reused_tokens += q.resume_len;
         metrics_.computed_tokens += q.spec->input_tokens - q.resume_len;
         metrics_.count_reuse(q.resume_len, q.spec->input_tokens);
-        if (t.hash_hit_len > q.resume_len) metrics_.recomputed_tokens += t.hash_hit_len - q.resume_len;
+        if (t.hash_hit_len > q.resume_len) {
+            metrics_.recomputed_tokens += t.hash_hit_len - q.resume_len;
+            // The plain hash-hit rule resumes the hit as it stands; any other stops on the grain.
+            if (!world_.defenses.hash_hit_is_enough)
+                metrics_.trimmed_tokens += std::min(t.hash_hit_len % world_.grain_tokens, t.hash_hit_len - q.resume_len);
+        }
+        count_sources(r);
         const std::uint32_t grain = world_.derived.lcm_tokens;
         if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || t.stale)) ++metrics_.post_hit_fallbacks;
         if (exporter_ && q.resume_len > 0) exporter_->export_read(world_, r, read_violations_);
+    }
+
+    // Splits the read's resumed tokens by source: a token counts under disk when an entry the read
+    // takes it from was loaded back from disk for this request, else under host likewise, else gpu.
+    void count_sources(std::uint32_t r) {
+        const model::Request& q = world_.requests[r];
+        const std::uint32_t uid_plus_1 = tracking_[r].uid + 1;
+        std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2>& ranges = source_ranges_;
+        ranges[0].clear();
+        ranges[1].clear();
+        for (const model::PlanEntry& e : q.plan) {
+            if (e.segment >= loaded_.size() || loaded_[e.segment].uid_plus_1 != uid_plus_1 || loaded_[e.segment].epoch != e.epoch) continue;
+            const std::uint32_t end = std::min(e.end, q.resume_len);
+            if (e.start < end) ranges[loaded_[e.segment].tier].emplace_back(e.start, end);
+        }
+        const std::uint64_t disk = covered(ranges[1]);
+        ranges[1].insert(ranges[1].end(), ranges[0].begin(), ranges[0].end());
+        const std::uint64_t loaded = covered(ranges[1]);
+        metrics_.reused_by_source[2] += disk;
+        metrics_.reused_by_source[1] += loaded - disk;
+        metrics_.reused_by_source[0] += q.resume_len - loaded;
+    }
+
+    // Tokens in the union of the ranges (sorted in place).
+    static std::uint64_t covered(std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) {
+        std::sort(ranges.begin(), ranges.end());
+        std::uint64_t n = 0;
+        std::uint32_t reached = 0;
+        for (const auto& [start, end] : ranges) {
+            if (end > std::max(start, reached)) n += end - std::max(start, reached);
+            reached = std::max(reached, end);
+        }
+        return n;
     }
 
     void io_done(std::uint32_t op_id) {
@@ -314,6 +365,10 @@ private:
         // length check caught.
         const bool loaded = op.kind == model::IoKind::load && world_.segments[op.segment].stage != model::Stage::on_disk;
         if (op.kind == model::IoKind::load) (loaded ? metrics_.loads : metrics_.load_failures) += 1;
+        if (loaded && op.request != model::kNone) {
+            if (loaded_.size() <= op.segment) loaded_.resize(op.segment + 1);
+            loaded_[op.segment] = {tracking_[op.request].uid + 1, world_.segments[op.segment].epoch, io_tier_[op_id]};
+        }
         after(io_outcome_);
         if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
         if (exporter_ && loaded) exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
@@ -382,7 +437,7 @@ private:
         if (out.read_request != model::kNone) judge_read(out.read_request);
         for (std::uint32_t op : out.io_started) {
             if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
-            if (tier_failures_) {
+            if (tier_failures_ || world_.io[op].kind == model::IoKind::load) {
                 if (io_tier_.size() <= op) io_tier_.resize(op + 1);
                 io_tier_[op] = &tier_now() == &s_.host ? 0 : 1;
             }
@@ -454,7 +509,9 @@ private:
     Rng io_rng_;
     Rng tier_rng_;
     const bool tier_failures_ = s_.host.failure_ppm > 0 || s_.disk.failure_ppm > 0;
-    std::vector<std::uint8_t> io_tier_;  // with tier failures: the tier each I/O op runs on (0 host, 1 disk)
+    std::vector<std::uint8_t> io_tier_;  // the tier each load (with tier failures, each I/O op) runs on: 0 host, 1 disk
+    std::vector<LoadMark> loaded_;       // by segment id: the last completed load of it for a request
+    std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2> source_ranges_;  // count_sources' scratch
     std::vector<std::uint8_t> hung_;     // F2 timeout: the I/O ops that hang until their timeout (1)
     FaultInjector faults_;
     Timeline timeline_;

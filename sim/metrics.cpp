@@ -75,6 +75,14 @@ std::map<std::string, std::uint64_t> reuse_buckets(const Metrics& m) {
     return out;
 }
 
+std::map<std::string, std::uint64_t> by_source(const Metrics& m) {
+    std::map<std::string, std::uint64_t> out;
+    for (std::size_t k = 0; k < kReuseSources.size(); ++k) out[kReuseSources[k]] = m.reused_by_source[k];
+    return out;
+}
+
+double share(std::uint64_t part, std::uint64_t whole) { return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole); }
+
 std::map<std::string, std::uint64_t> peaks(const Metrics& m) {
     std::map<std::string, std::uint64_t> out;
     for (model::Form f : model::kAllForms) out[std::string(model::form_name(f))] = m.peak_form_bytes[static_cast<int>(f)];
@@ -101,14 +109,58 @@ nlohmann::json series_json(const Series& series) {
             {"io_wait_us", io}, {"state_table_bytes", table}, {"gpu_bytes_by_form", forms}};
 }
 
+// Why hash hits were not resumed, in a clause: the grain when it cut at least half of what was
+// recomputed, else the most frequent miss reason.
+std::string why_not_resumed(const Metrics& m) {
+    if (m.recomputed_tokens > 0 && m.trimmed_tokens * 2 >= m.recomputed_tokens)
+        return std::to_string(m.trimmed_tokens) + " of the " + std::to_string(m.recomputed_tokens) +
+               " recomputed hit tokens were cut down to a multiple of the resume grain (resume_grain_tokens " +
+               std::to_string(m.resume_grain_tokens) + "): hits shorter than it resume nothing";
+    std::string top;
+    std::uint64_t most = 0;
+    for (const auto& [form, reasons] : m.miss_reasons)
+        for (const auto& [reason, count] : reasons)
+            if (count > most) {
+                most = count;
+                top = form + "." + reason;
+            }
+    if (top.empty()) return "no miss reason was recorded";
+    return "the most frequent miss reason is " + top + " (" + std::to_string(most) + " times; see miss_reasons)";
+}
+
+nlohmann::json warnings_json(const Metrics& m) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const RunWarning& w : run_warnings(m)) out.push_back({{"code", w.code}, {"message", w.message}});
+    return out;
+}
+
 }  // namespace
 
-void Metrics::count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_tokens) {
-    const std::uint64_t resumed = std::min(resumed_tokens, prompt_tokens);
+void Metrics::count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_length) {
+    const std::uint64_t resumed = std::min(resumed_tokens, prompt_length);
     std::size_t b = 0;
-    while (resumed * 100 > std::uint64_t{kReuseBoundsPct[b]} * prompt_tokens) ++b;  // the last bound, 100 %, holds
+    while (resumed * 100 > std::uint64_t{kReuseBoundsPct[b]} * prompt_length) ++b;  // the last bound, 100 %, holds
     ++reads_by_reuse[b];
-    reuse_share_sum += prompt_tokens == 0 ? 0.0 : static_cast<double>(resumed) / static_cast<double>(prompt_tokens);
+    reuse_share_sum += prompt_length == 0 ? 0.0 : static_cast<double>(resumed) / static_cast<double>(prompt_length);
+}
+
+std::vector<RunWarning> run_warnings(const Metrics& m) {
+    std::vector<RunWarning> out;
+    if (m.lookups < 2 || m.resume_grain_tokens == 0) return out;  // one request, or a steps-mode run
+    if (m.hits == 0) {
+        out.push_back({"no_hits", "prefix caching found nothing to reuse: none of the " + std::to_string(m.lookups) +
+                                      " requests began with a block an earlier request had cached (hit_rate 0)"});
+    } else if (m.reused_tokens == 0) {
+        out.push_back({"nothing_resumed", "prefix caching resumed nothing: " + std::to_string(m.hits) + " requests hit the cache for " +
+                                              std::to_string(m.hit_tokens) + " tokens, and no token was read from it; " +
+                                              why_not_resumed(m)});
+    } else if (m.reused_tokens * 10 < m.hit_tokens) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.1f", 100.0 * share(m.reused_tokens, m.hit_tokens));
+        out.push_back({"little_resumed", "prefix caching resumed " + std::string(pct) + " % of the " + std::to_string(m.hit_tokens) +
+                                             " tokens its " + std::to_string(m.hits) + " hits reported; " + why_not_resumed(m)});
+    }
+    return out;
 }
 
 std::uint64_t Metrics::total_violations() const {
@@ -146,9 +198,15 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"post_hit_fallback_rate", m.fallback_rate()},
             {"verdicts", verdicts},
             {"miss_reasons", m.miss_reasons},
+            {"prompt_tokens", m.prompt_tokens},
             {"hit_tokens", m.hit_tokens},
+            {"token_hit_rate", share(m.hit_tokens, m.prompt_tokens)},
             {"reused_tokens", m.reused_tokens},
+            {"reused_tokens_by_source", by_source(m)},
+            {"token_reuse_rate", share(m.reused_tokens, m.prompt_tokens)},
             {"recomputed_tokens", m.recomputed_tokens},
+            {"trimmed_tokens", m.trimmed_tokens},
+            {"resume_grain_tokens", m.resume_grain_tokens},
             {"computed_tokens", m.computed_tokens},
             {"requests_by_reuse_pct", reuse_buckets(m)},
             {"stale_revalidations", m.stale_revalidations},
@@ -172,7 +230,8 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"event_bound_hit", m.event_bound_hit},
             {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},
             {"final_state_hash", hash},
-            {"unseed", unseed}};
+            {"unseed", unseed},
+            {"warnings", warnings_json(m)}};
     if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
     if (m.samples_forked) report["samples_forked"] = *m.samples_forked;
     return report;
@@ -194,8 +253,16 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     counter("post_hit_fallbacks_total", "Hits that failed validation and fell back to recompute.", m.post_hit_fallbacks);
     gauge("hit_rate", "Hits over lookups.", m.hit_rate());
     gauge("post_hit_fallback_rate", "Post-hit fallbacks over hits.", m.fallback_rate());
-    counter("reused_tokens_total", "Tokens read from cache.", m.reused_tokens);
+    counter("prompt_tokens_total", "Prompt tokens of the first lookups.", m.prompt_tokens);
+    counter("hit_tokens_total", "Prompt tokens a plain prefix-hash lookup reported cached.", m.hit_tokens);
+    gauge("token_hit_rate", "Hit tokens over prompt tokens.", share(m.hit_tokens, m.prompt_tokens));
+    gauge("token_reuse_rate", "Reused tokens over prompt tokens.", share(m.reused_tokens, m.prompt_tokens));
+    out << "# HELP kvcheck_reused_tokens_total Tokens read from cache, by where they were when the request looked up.\n"
+           "# TYPE kvcheck_reused_tokens_total counter\n";
+    for (std::size_t k = 0; k < kReuseSources.size(); ++k)
+        out << "kvcheck_reused_tokens_total{" << policy << ",source=\"" << kReuseSources[k] << "\"} " << m.reused_by_source[k] << "\n";
     counter("recomputed_tokens_total", "Hit tokens recomputed because they were not resumable.", m.recomputed_tokens);
+    counter("trimmed_tokens_total", "Recomputed hit tokens cut by the resume grain.", m.trimmed_tokens);
     counter("silent_corruptions_total", "Resumes that read content differing from the ground truth.", m.silent_corruptions);
     out << "# HELP kvcheck_verdicts_total Lookup verdicts.\n# TYPE kvcheck_verdicts_total counter\n";
     for (int v = 0; v < 4; ++v)
@@ -252,6 +319,9 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
     for (const auto& [form, bytes] : peaks(m))
         out << "kvcheck_memory_peak_bytes{" << policy << ",form=\"" << form << "\"} " << bytes << "\n";
+    out << "# HELP kvcheck_warning A run-wide finding about prefix caching (report.json warnings), 1 when raised.\n"
+           "# TYPE kvcheck_warning gauge\n";
+    for (const RunWarning& w : run_warnings(m)) out << "kvcheck_warning{" << policy << ",code=\"" << w.code << "\"} 1\n";
     gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));
     gauge("ttft_p99_ms", "99th percentile time to first token (ms).", m.ttft.at(0.99));
     return out.str();

@@ -72,6 +72,16 @@ private:
     std::vector<SeriesPoint> points_;
 };
 
+// Where a read's resumed tokens were when the request looked up (`reused_tokens_by_source`).
+inline constexpr std::array<const char*, 3> kReuseSources{"gpu", "host", "disk"};
+
+// A finding about the run as a whole that no invariant covers: prefix caching that did nothing
+// or little (docs/metrics.md, *Warnings*). `code` is stable; `message` says why, with figures.
+struct RunWarning {
+    std::string code;
+    std::string message;
+};
+
 // With sessions (docs/traces.md): requests that continued an earlier turn, and those of them that
 // arrived later than their trace time because that turn had not finished.
 struct SessionCounts {
@@ -86,10 +96,14 @@ struct Metrics {
     std::uint64_t post_hit_fallbacks = 0;
     std::array<std::uint64_t, 4> verdicts{};
     std::map<std::string, std::map<std::string, std::uint64_t>> miss_reasons;  // form -> reason -> count
+    std::uint64_t prompt_tokens = 0;      // prompt tokens of the first lookups: hit_tokens' denominator
     std::uint64_t hit_tokens = 0;         // tokens a plain hash lookup reported
     std::uint64_t reused_tokens = 0;      // tokens read from cache
     std::uint64_t recomputed_tokens = 0;  // hit tokens computed again because they were not resumable
+    std::uint64_t trimmed_tokens = 0;     // of those, cut by the resume grain (below a multiple of it)
     std::uint64_t computed_tokens = 0;    // prefill tokens computed
+    std::array<std::uint64_t, kReuseSources.size()> reused_by_source{};  // reused_tokens by kReuseSources
+    std::uint32_t resume_grain_tokens = 0;  // the policy's resume grain (model::resume_grain)
     std::array<std::uint64_t, kReuseBoundsPct.size()> reads_by_reuse{};  // reads by the share of the prompt resumed
     double reuse_share_sum = 0;           // the sum of those shares (Prometheus histogram _sum)
     std::uint64_t stale_revalidations = 0;
@@ -120,11 +134,14 @@ struct Metrics {
     std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1
 
     void sample_memory(const model::World& world);
-    void count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_tokens);
+    void count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_length);
     double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }
     double fallback_rate() const { return hits == 0 ? 0.0 : static_cast<double>(post_hit_fallbacks) / static_cast<double>(hits); }
     std::uint64_t total_violations() const;
 };
+
+// What the run's figures say about prefix caching as a whole (steps-mode runs: none).
+std::vector<RunWarning> run_warnings(const Metrics& m);
 
 struct RunInfo {
     std::string scenario;

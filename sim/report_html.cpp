@@ -92,8 +92,11 @@ json load_report(const std::filesystem::path& file) {
     // Figures added after schema 1 was fixed: optional (older reports lack them), checked when there.
     if (report.contains("requests_by_reuse_pct"))
         check_shape(report["requests_by_reuse_pct"], json{{"*", 0}}, "/requests_by_reuse_pct", name);
-    if (report.contains("evictions_by_cause"))
-        check_shape(report["evictions_by_cause"], json{{"*", {{"*", 0}}}}, "/evictions_by_cause", name);
+    static const json later = json::parse(R"({"evictions_by_cause": {"*": {"*": 0}}, "prompt_tokens": 0, "token_hit_rate": 0.5,
+        "token_reuse_rate": 0.5, "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0,
+        "warnings": [{"code": "", "message": ""}]})");
+    for (const auto& [key, item] : later.items())
+        if (report.contains(key)) check_shape(report[key], item, "/" + key, name);
     const json& series = report["series"];
     const std::size_t points = series["t_s"].size();
     for (const auto& [key, values] : series.items()) {
@@ -143,6 +146,7 @@ struct Scales {
     double corruptions_max = 0;
     double io_total_us_max = 0;
     double lookups_max = 0;
+    double reused_max = 0;
     double miss_max = 0;
     double ttft_max = 0;
     double io_wait_max = 0;
@@ -177,6 +181,7 @@ Scales scales_of(const std::vector<NamedReport>& reports) {
         s.corruptions_max = std::max(s.corruptions_max, max_of(values(series["silent_corruptions"])));
         s.io_total_us_max = std::max(s.io_total_us_max, max_of(values(series["io_wait_us"])));
         s.lookups_max = std::max(s.lookups_max, number(r, "lookups"));
+        s.reused_max = std::max(s.reused_max, number(r, "reused_tokens"));
         for (const auto& [form, reasons] : r["miss_reasons"].items())
             for (const auto& [reason, count] : reasons.items()) {
                 s.misses.insert({form, reason});
@@ -226,6 +231,8 @@ std::string cell_header(const NamedReport& nr, const Scales&) {
         out += "<p class=\"badge bad\">" + svg::format_value(static_cast<double>(corruptions), Unit::count) + " silent corruptions · " +
                svg::format_value(static_cast<double>(violations), Unit::count) + " invariant violations</p>";
     if (r["event_bound_hit"].get<bool>()) out += "<p class=\"badge warn\">The event bound was hit: this run stopped early.</p>";
+    if (r.contains("warnings"))
+        for (const json& w : r["warnings"]) out += "<p class=\"badge warn\">" + svg::escape(w["message"].get<std::string>()) + "</p>";
     return out;
 }
 
@@ -255,10 +262,13 @@ std::string cell_verdicts(const NamedReport& nr, const Scales& s) {
                   "Shares are of " + svg::format_value(number(nr.report, "lookups"), Unit::count) + " lookups.");
 }
 
-std::string cell_reuse(const NamedReport& nr, const Scales& s) {
+// A figure newer than report schema 1's first writers: absent from older reports.
+std::string predates(const char* caption) { return figure(caption, "<p class=\"empty\">Not in this report: it predates the figure.</p>"); }
+
+std::string reuse_per_request(const NamedReport& nr, const Scales& s) {
     const char* caption = "Share of each prompt resumed from the cache";
     const auto it = nr.report.find("requests_by_reuse_pct");
-    if (it == nr.report.end()) return figure(caption, "<p class=\"empty\">Not in this report: it predates the figure.</p>");
+    if (it == nr.report.end()) return predates(caption);
     std::vector<svg::Bar> bars;
     double reads = 0;
     for (const auto& [range, count] : it->items()) {
@@ -269,6 +279,19 @@ std::string cell_reuse(const NamedReport& nr, const Scales& s) {
     return figure(caption, svg::bar_chart("reuse per request", bars, s.lookups_max, Unit::count, reads),
                   "Requests by the share of their prompt read from the cache at their read, of " + svg::format_value(reads, Unit::count) +
                       " reads; \"0 %\" resumed nothing.");
+}
+
+std::string cell_reuse(const NamedReport& nr, const Scales& s) {
+    const char* caption = "Reused tokens by source";
+    if (!nr.report.contains("reused_tokens_by_source")) return reuse_per_request(nr, s) + predates(caption);
+    std::vector<svg::Bar> sources;
+    for (const char* source : kReuseSources)
+        sources.push_back({source, number(nr.report, std::string("reused_tokens_by_source.") + source), "#59a14f"});
+    return reuse_per_request(nr, s) +
+           figure(caption, svg::bar_chart("reused tokens by source", sources, s.reused_max, Unit::count, number(nr.report, "reused_tokens")),
+                  "Where the resumed tokens were when the request looked up: on the GPU, or loaded back from host or disk. Token hit rate " +
+                      svg::format_value(number(nr.report, "token_hit_rate"), Unit::ratio) + ", token reuse rate " +
+                      svg::format_value(number(nr.report, "token_reuse_rate"), Unit::ratio) + " (of the prompt tokens).");
 }
 
 std::string cell_misses(const NamedReport& nr, const Scales& s) {
@@ -366,9 +389,10 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
     const auto row = [&](const std::string& label, const std::string& value) {
         out += "<tr><th>" + svg::escape(label) + "</th><td>" + svg::escape(value) + "</td></tr>";
     };
-    for (const char* key : {"requests", "lookups", "hits", "hit_tokens", "reused_tokens", "recomputed_tokens", "computed_tokens",
-                            "stale_revalidations", "admission_refusals", "graph_recaptures", "offloads", "loads", "load_failures", "events"})
-        row(key, svg::format_value(number(r, key), Unit::count));
+    for (const char* key : {"requests", "lookups", "hits", "prompt_tokens", "hit_tokens", "reused_tokens", "recomputed_tokens", "trimmed_tokens",
+                            "resume_grain_tokens", "computed_tokens", "stale_revalidations", "admission_refusals", "graph_recaptures",
+                            "offloads", "loads", "load_failures", "events"})
+        row(key, r.contains(key) ? svg::format_value(number(r, key), Unit::count) : "-");  // "-": a figure newer than the report
     // The union of every column's keys, so the rows line up across columns.
     for (const std::string& name : s.evictions) row("evictions " + name, svg::format_value(r["evictions"].value(name, 0.0), Unit::count));
     for (const auto& [form, cause] : s.eviction_causes) {
@@ -399,6 +423,7 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
         {"verdicts.partial_recompute", "verdict partial_recompute", Unit::count},
         {"verdicts.full_recompute", "verdict full_recompute", Unit::count},
         {"silent_corruptions", "silent corruptions", Unit::count},
+        {"token_hit_rate", "token hit rate", Unit::ratio},
         {"reused_tokens", "reused tokens", Unit::count},
         {"recomputed_tokens", "recomputed tokens", Unit::count},
         {"ttft_ms.p50", "TTFT p50", Unit::ms},
@@ -412,7 +437,8 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
     out += "</tr>";
     for (const Row& row : rows) {
         out += "<tr><td>" + std::string(row.label) + "</td>";
-        for (const NamedReport& nr : reports) out += "<td>" + svg::format_value(number(nr.report, row.key), row.unit) + "</td>";
+        for (const NamedReport& nr : reports)
+            out += "<td>" + (report_value(nr.report, row.key) ? svg::format_value(number(nr.report, row.key), row.unit) : "-") + "</td>";
         out += "</tr>";
     }
     out += "<tr><td>invariant violations</td>";

@@ -112,8 +112,14 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
                  {"lookups_total", "lookups"}, {"hits_total", "hits"}, {"silent_corruptions_total", "silent_corruptions"},
                  {"offloads_total", "offloads"}, {"loads_total", "loads"}, {"load_failures_total", "load_failures"},
                  {"stale_revalidations_total", "stale_revalidations"}, {"admission_refusals_total", "admission_refusals"},
-                 {"graph_recaptures_total", "graph_recaptures"}})
+                 {"graph_recaptures_total", "graph_recaptures"}, {"prompt_tokens_total", "prompt_tokens"}, {"hit_tokens_total", "hit_tokens"},
+                 {"recomputed_tokens_total", "recomputed_tokens"}, {"trimmed_tokens_total", "trimmed_tokens"}})
             EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
+        EXPECT_NEAR(sample("token_hit_rate"), report["token_hit_rate"].get<double>(), 1e-6);
+        EXPECT_NEAR(sample("token_reuse_rate"), report["token_reuse_rate"].get<double>(), 1e-6);
+        for (const auto& [source, tokens] : report["reused_tokens_by_source"].items())
+            EXPECT_EQ(sample("reused_tokens_total", ",source=\"" + source + "\""), tokens.get<double>()) << source;
+        EXPECT_EQ(prom.find("kvcheck_warning{"), std::string::npos) << "the quickstart raises no warning";
         EXPECT_EQ(sample("io_waits_total"), report["io_wait_ms"]["waits"].get<double>());
         EXPECT_NEAR(sample("io_wait_p99_ms"), report["io_wait_ms"]["p99"].get<double>(), 1e-3);
         EXPECT_NEAR(sample("ttft_p50_ms"), report["ttft_ms"]["p50"].get<double>(), 1e-3);
@@ -161,12 +167,16 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
     }
     EXPECT_EQ(reports["naive"]["requests_by_reuse_pct"]["0"], reports["naive"]["verdicts"]["full_recompute"]);
     EXPECT_GT(reports["validated"]["requests_by_reuse_pct"]["0"].get<int>(), reports["naive"]["requests_by_reuse_pct"]["0"].get<int>());
-    // A report.json written before the figure existed still renders, without that chart.
+    // A report.json written before the figures existed still renders, without their charts.
     std::vector<kvcheck::sim::NamedReport> older = kvcheck::sim::load_run_reports(compare_);
-    for (kvcheck::sim::NamedReport& nr : older) nr.report.erase("requests_by_reuse_pct");
+    for (kvcheck::sim::NamedReport& nr : older)
+        for (const char* key : {"requests_by_reuse_pct", "reused_tokens_by_source", "prompt_tokens", "token_hit_rate", "token_reuse_rate",
+                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause"})
+            nr.report.erase(key);
     const std::string page = kvcheck::sim::report_html(older);
-    EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 2u);
-    EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 2);
+    EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 4u);
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 4);
+    EXPECT_EQ(count(page, "<tr><th>trimmed_tokens</th><td>-</td></tr>"), 2u);
 }
 
 // The compare page is one well-formed, self-contained document with both policies side by side.
@@ -190,10 +200,10 @@ TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
     for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Reuse per request", "Misses", "Memory", "Latency",
                             "Silent corruptions", "Invariants", "Counters"})
         EXPECT_EQ(count(html_, "<h2>" + std::string(row) + "</h2>"), 1u) << row;
-    // Eleven charts per policy: rates, verdicts, reuse per request, misses, GPU memory, offloaded
-    // bytes, TTFT, I/O wait, summed I/O wait, silent corruptions over time (naive has some) and
-    // invariant violations.
-    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 22u);
+    // Twelve charts per policy: rates, verdicts, reuse per request, reused tokens by source, misses,
+    // GPU memory, offloaded bytes, TTFT, I/O wait, summed I/O wait, silent corruptions over time
+    // (naive has some) and invariant violations.
+    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 24u);
     EXPECT_NE(html_.find("No silent corruption, no invariant violated"), std::string::npos);  // validated
     EXPECT_NE(html_.find("OR1_ground_truth"), std::string::npos);                             // naive's explained corruptions
     EXPECT_NE(html_.find("report.json keeps the p50 and p99"), std::string::npos);
@@ -220,7 +230,7 @@ TEST_F(ReportTest, RunHtmlWritesASingleColumnPage) {
     const std::string page = slurp(out + "/report.html");
     EXPECT_NE(page.find("--columns:1"), std::string::npos);
     EXPECT_EQ(count(page, "<table class=\"comparison\">"), 0u);
-    EXPECT_EQ(count(page, "<svg class=\"chart\""), 10u);  // validated has no corruption, so no corruption curve
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), 11u);  // validated has no corruption, so no corruption curve
     EXPECT_EQ(run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html", scratch_).code, 2);  // --html needs --out
     fs::remove_all(out);
 }

@@ -127,9 +127,10 @@ void print_summary(const nlohmann::json& j, FILE* to) {
                  static_cast<unsigned long long>(j["verdicts"]["io_wait"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["verdicts"]["partial_recompute"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["verdicts"]["full_recompute"].get<std::uint64_t>()));
-    std::fprintf(to, "tokens: reused=%llu recomputed=%llu  ttft_ms p50=%.1f p99=%.1f\n",
-                 static_cast<unsigned long long>(j["reused_tokens"].get<std::uint64_t>()),
-                 static_cast<unsigned long long>(j["recomputed_tokens"].get<std::uint64_t>()), j["ttft_ms"]["p50"].get<double>(),
+    const auto tokens = [&](const char* key) { return static_cast<unsigned long long>(sim::report_value(j, key)->get<std::uint64_t>()); };
+    std::fprintf(to, "tokens: reused=%llu (gpu=%llu host=%llu disk=%llu) recomputed=%llu trimmed=%llu  ttft_ms p50=%.1f p99=%.1f\n",
+                 tokens("reused_tokens"), tokens("reused_tokens_by_source.gpu"), tokens("reused_tokens_by_source.host"),
+                 tokens("reused_tokens_by_source.disk"), tokens("recomputed_tokens"), tokens("trimmed_tokens"), j["ttft_ms"]["p50"].get<double>(),
                  j["ttft_ms"]["p99"].get<double>());
     std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j);
     if (!misses.empty()) {
@@ -226,6 +227,8 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
     else if (!args.quiet) print_summary(report, stdout);
     if (!args.json && !args.quiet && scenario.steps_mode)
         for (const auto& [name, message] : result.metrics.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
+    if (!args.quiet)
+        for (const auto& w : report["warnings"]) std::fprintf(info, "warning: %s\n", w["message"].get<std::string>().c_str());
     for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s%s: %s\n", c.name.c_str(), c.policy_tag.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
     if (!counterexample_note.empty()) std::fprintf(info, "%s\n", counterexample_note.c_str());
@@ -413,8 +416,14 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
         {"verdicts.partial_recompute", "verdict partial_recompute"},
         {"verdicts.full_recompute", "verdict full_recompute"},
         {"silent_corruptions", "silent corruptions"},
+        {"token_hit_rate", "token hit rate"},
+        {"token_reuse_rate", "token reuse rate"},
         {"reused_tokens", "reused tokens"},
+        {"reused_tokens_by_source.gpu", "reused tokens from gpu"},
+        {"reused_tokens_by_source.host", "reused tokens from host"},
+        {"reused_tokens_by_source.disk", "reused tokens from disk"},
         {"recomputed_tokens", "recomputed tokens"},
+        {"trimmed_tokens", "trimmed tokens"},
         {"requests_by_reuse_pct.0", "requests reusing 0 %"},
         {"requests_by_reuse_pct.0-10", "requests reusing 0-10 %"},
         {"requests_by_reuse_pct.10-25", "requests reusing 10-25 %"},
@@ -442,6 +451,13 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
         violations.push_back(std::to_string(n));
     }
     rows.emplace_back("invariant violations", std::move(violations));
+    std::vector<std::string> warnings;
+    for (const auto& r : reports) {
+        std::string codes;
+        for (const auto& w : r["warnings"]) codes += (codes.empty() ? "" : ",") + w["code"].get<std::string>();
+        warnings.push_back(codes.empty() ? "-" : codes);
+    }
+    rows.emplace_back("warnings", std::move(warnings));
     // Every miss reason any policy recorded, 0 where another did not.
     std::map<std::string, std::vector<std::string>> misses;
     for (std::size_t i = 0; i < reports.size(); ++i)

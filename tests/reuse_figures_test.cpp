@@ -1,0 +1,173 @@
+// The token figures of a run and its warnings (docs/metrics.md): prompt tokens as the denominator
+// of the token rates, reused tokens split by the tier they came from, recomputed tokens the resume
+// grain trimmed, and the run-wide warnings that prefix caching did nothing or little.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+
+#include "tests/cli_fixtures.hpp"
+
+namespace {
+
+nlohmann::json run_json(const fs::path& file, const std::string& policy) {
+    const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+    EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+    return nlohmann::json::parse(o.out);
+}
+
+// A scenario of explicit requests on the toy preset (16-token blocks, resume grain 32), written to
+// the scratch folder.
+fs::path toy_scenario(const std::string& name, const nlohmann::json& requests, const nlohmann::json& extra = nlohmann::json::object()) {
+    nlohmann::json doc = {{"name", name}, {"model", "toy"}, {"workload", {{"block_size", 16}, {"requests", requests}}}};
+    doc.update(extra);
+    const fs::path file = scratch(name) / "scenario.json";
+    write_text(file, doc.dump(2));
+    return file;
+}
+
+nlohmann::json request(int at_ms, int input_tokens, const std::vector<int>& blocks) {
+    return {{"at_ms", at_ms}, {"input_tokens", input_tokens}, {"output_tokens", 4}, {"blocks", blocks}};
+}
+
+std::vector<std::string> codes(const nlohmann::json& report) {
+    std::vector<std::string> out;
+    for (const auto& w : report["warnings"]) out.push_back(w["code"].get<std::string>());
+    return out;
+}
+
+std::uint64_t loaded(const nlohmann::json& r) {
+    return r["reused_tokens_by_source"]["host"].get<std::uint64_t>() + r["reused_tokens_by_source"]["disk"].get<std::uint64_t>();
+}
+
+}  // namespace
+
+// Proves: after a full run the prompt tokens are what was reused plus what was computed, the token
+// rates are hit and reused tokens over them, the sources add up to the reused tokens, and trimmed
+// tokens are part of the recomputed ones. naive never waits for a load, so all it reuses was on
+// the GPU; validated waits (io_wait verdicts) and reads tokens loaded back from host and disk.
+TEST(TokenFigures, DenominatorsAndSourcesAddUp) {
+    const fs::path quickstart = kSourceDir / "scenarios" / "quickstart.json";
+    for (const std::string policy : {"naive", "validated"}) {
+        SCOPED_TRACE(policy);
+        const nlohmann::json r = run_json(quickstart, policy);
+        const auto n = [&](const char* key) { return r[key].get<std::uint64_t>(); };
+        EXPECT_EQ(n("prompt_tokens"), n("reused_tokens") + n("computed_tokens"));
+        EXPECT_DOUBLE_EQ(r["token_hit_rate"].get<double>(), static_cast<double>(n("hit_tokens")) / static_cast<double>(n("prompt_tokens")));
+        EXPECT_DOUBLE_EQ(r["token_reuse_rate"].get<double>(), static_cast<double>(n("reused_tokens")) / static_cast<double>(n("prompt_tokens")));
+        std::uint64_t sources = 0;
+        for (const auto& [source, tokens] : r["reused_tokens_by_source"].items()) sources += tokens.get<std::uint64_t>();
+        EXPECT_EQ(r["reused_tokens_by_source"].size(), 3u);
+        EXPECT_EQ(sources, n("reused_tokens"));
+        EXPECT_LE(n("trimmed_tokens"), n("recomputed_tokens"));
+        EXPECT_EQ(n("resume_grain_tokens"), 256u);  // deepseek-v4: the LCM, and the primary group's (c4's) block
+        EXPECT_TRUE(r["warnings"].empty()) << r["warnings"].dump();
+        if (policy == "naive") {
+            EXPECT_EQ(r["verdicts"]["io_wait"], 0);
+            EXPECT_EQ(loaded(r), 0u);
+        } else {
+            EXPECT_GT(r["verdicts"]["io_wait"].get<int>(), 0);
+            EXPECT_GT(r["reused_tokens_by_source"]["host"].get<std::uint64_t>(), 0u);
+            EXPECT_GT(r["reused_tokens_by_source"]["disk"].get<std::uint64_t>(), 0u);
+        }
+    }
+}
+
+// Proves: a loaded token counts under the tier its load ran on. With a host tier large enough for
+// every offloaded byte every load runs from host memory; with a host tier of one byte, from disk.
+TEST(TokenFigures, LoadedTokensCountUnderTheTierTheyCameFrom) {
+    const fs::path quickstart = kSourceDir / "scenarios" / "quickstart.json";
+    nlohmann::json doc = nlohmann::json::parse(read_text(quickstart));
+    doc["storage"]["host"]["capacity_bytes"] = 1ULL << 40;
+    const nlohmann::json all_host = run_json(relocated_copy(quickstart, doc, "all-host"), "validated");
+    EXPECT_GT(all_host["reused_tokens_by_source"]["host"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(all_host["reused_tokens_by_source"]["disk"], 0);
+    doc["storage"]["host"]["capacity_bytes"] = 1;
+    const nlohmann::json all_disk = run_json(relocated_copy(quickstart, doc, "all-disk"), "validated");
+    EXPECT_EQ(all_disk["reused_tokens_by_source"]["host"], 0);
+    EXPECT_GT(all_disk["reused_tokens_by_source"]["disk"].get<std::uint64_t>(), 0u);
+}
+
+// Proves: a hit shorter than the resume grain is trimmed to nothing. On the toy preset (16-token
+// blocks, grain 32) a request sharing one block with an earlier one hits 16 tokens; validated
+// trims all 16 and resumes nothing, so the run warns `nothing_resumed` and names the grain; naive
+// resumes the hit as it stands, trims nothing and raises no warning.
+TEST(TokenFigures, TrimmedTokensAreTheGrainsCut) {
+    const fs::path file = toy_scenario("trimmed", {request(0, 48, {1, 2, 3}), request(5000, 48, {1, 7, 8})});
+    const nlohmann::json validated = run_json(file, "validated");
+    EXPECT_EQ(validated["hit_tokens"], 16);
+    EXPECT_EQ(validated["trimmed_tokens"], 16);
+    EXPECT_EQ(validated["recomputed_tokens"], 16);
+    EXPECT_EQ(validated["reused_tokens"], 0);
+    EXPECT_EQ(validated["resume_grain_tokens"], 32);
+    ASSERT_EQ(codes(validated), std::vector<std::string>{"nothing_resumed"});
+    const std::string message = validated["warnings"][0]["message"].get<std::string>();
+    EXPECT_NE(message.find("16 of the 16 recomputed hit tokens were cut down to a multiple of the resume grain (resume_grain_tokens 32)"),
+              std::string::npos)
+        << message;
+    const nlohmann::json naive = run_json(file, "naive");
+    EXPECT_EQ(naive["reused_tokens"], 16);
+    EXPECT_EQ(naive["trimmed_tokens"], 0);
+    EXPECT_TRUE(naive["warnings"].empty()) << naive["warnings"].dump();
+}
+
+// Proves: requests that share no block make a run that warns `no_hits`; the warning is printed
+// on the terminal, kept in report.json and set in metrics.prom, and `--quiet` leaves it out of the
+// terminal only. A single request warns of nothing.
+TEST(Warnings, NoSharedPrefixWarnsNoHits) {
+    const fs::path file = toy_scenario("no-hits", {request(0, 48, {1, 2, 3}), request(5000, 48, {4, 5, 6})});
+    const fs::path out = scratch("no-hits-out");
+    const Outcome o = kvcheck({"run", file.string(), "--out", out.string()});
+    ASSERT_EQ(o.code, 0) << o.all();
+    EXPECT_NE(o.out.find("\nwarning: prefix caching found nothing to reuse: none of the 2 requests began with a block an earlier request "
+                         "had cached (hit_rate 0)\n"),
+              std::string::npos)
+        << o.out;
+    const nlohmann::json report = nlohmann::json::parse(read_text(out / "report.json"));
+    EXPECT_EQ(codes(report), std::vector<std::string>{"no_hits"});
+    const std::string prom = read_text(out / "metrics.prom");
+    EXPECT_NE(prom.find("\nkvcheck_warning{policy=\"validated\",code=\"no_hits\"} 1\n"), std::string::npos) << prom;
+    EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{policy=\"validated\",code=\"(nothing_resumed|little_resumed)\"")), false);
+    const Outcome quiet = kvcheck({"run", file.string(), "--quiet"});
+    EXPECT_EQ(quiet.out.find("warning:"), std::string::npos) << quiet.out;
+    const nlohmann::json one = run_json(toy_scenario("one", nlohmann::json::array({request(0, 48, {1, 2, 3})})), "validated");
+    EXPECT_TRUE(one["warnings"].empty()) << one["warnings"].dump();
+}
+
+// Proves: hits that a rule forbids resuming make a run that warns `nothing_resumed` and names the
+// most frequent miss reason: with rollout off, every hit is refused for `rollout`.
+TEST(Warnings, HitsNeverResumedNameTheMissReason) {
+    const fs::path file = toy_scenario("rollout-off", {request(0, 64, {1, 2, 3, 4}), request(5000, 64, {1, 2, 3, 4})}, {{"rollout", "off"}});
+    const nlohmann::json r = run_json(file, "validated");
+    EXPECT_GT(r["hits"].get<int>(), 0);
+    EXPECT_EQ(r["reused_tokens"], 0);
+    ASSERT_EQ(codes(r), std::vector<std::string>{"nothing_resumed"});
+    const std::string message = r["warnings"][0]["message"].get<std::string>();
+    EXPECT_TRUE(std::regex_search(message, std::regex("^prefix caching resumed nothing: 1 requests hit the cache for [0-9]+ tokens, and no "
+                                                      "token was read from it; the most frequent miss reason is compressed_kv\\.rollout")))
+        << message;
+}
+
+// Proves: a run that resumes under a tenth of its hit tokens warns `little_resumed` with the
+// share: the interrupted-eviction scenario under validated (F1 leaves segments partial, so most
+// hits fall back); report.html shows it as a badge. naive resumes every hit and raises nothing,
+// and `compare` puts each policy's codes in its "warnings" row.
+TEST(Warnings, LittleResumedGivesTheShare) {
+    const fs::path file = kSourceDir / "scenarios" / "fault-f1-interrupted-eviction.json";
+    const nlohmann::json validated = run_json(file, "validated");
+    ASSERT_EQ(codes(validated), std::vector<std::string>{"little_resumed"});
+    const double share = validated["reused_tokens"].get<double>() / validated["hit_tokens"].get<double>();
+    ASSERT_LT(share, 0.1);
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f", 100 * share);
+    const std::string message = validated["warnings"][0]["message"].get<std::string>();
+    EXPECT_EQ(message.rfind("prefix caching resumed " + std::string(pct) + " % of the " + validated["hit_tokens"].dump() + " tokens", 0), 0u)
+        << message;
+    EXPECT_TRUE(run_json(file, "naive")["warnings"].empty());
+    const fs::path out = scratch("little-html");
+    ASSERT_EQ(kvcheck({"run", file.string(), "--quiet", "--html", "--out", out.string()}).code, 0);
+    EXPECT_NE(read_text(out / "report.html").find("<p class=\"badge warn\">prefix caching resumed " + std::string(pct) + " %"), std::string::npos);
+    const Outcome cmp = kvcheck({"compare", file.string(), "--policies", "naive,validated"});
+    EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nwarnings +- +little_resumed\n"))) << cmp.all();
+    EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nreused tokens from gpu +[0-9]+ +[0-9]+\n"))) << cmp.out;
+}
