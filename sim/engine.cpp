@@ -45,6 +45,7 @@ struct Tracking {
     std::uint32_t hash_hit_len = 0;
     bool looked_up = false;
     bool stale = false;
+    bool loaded = false;  // a load for it completed (its read may take tokens from host or disk)
 };
 
 // A segment a completed load brought back, for whom, at which epoch, from which tier (0 host,
@@ -306,6 +307,10 @@ private:
     // takes it from was loaded back from disk for this request, else under host likewise, else gpu.
     void count_sources(std::uint32_t r) {
         const model::Request& q = world_.requests[r];
+        if (!tracking_[r].loaded) {
+            metrics_.reused_by_source[0] += q.resume_len;
+            return;
+        }
         const std::uint32_t uid_plus_1 = tracking_[r].uid + 1;
         std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2>& ranges = source_ranges_;
         ranges[0].clear();
@@ -368,6 +373,7 @@ private:
         if (loaded && op.request != model::kNone) {
             if (loaded_.size() <= op.segment) loaded_.resize(op.segment + 1);
             loaded_[op.segment] = {tracking_[op.request].uid + 1, world_.segments[op.segment].epoch, io_tier_[op_id]};
+            tracking_[op.request].loaded = true;
         }
         after(io_outcome_);
         if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
