@@ -83,9 +83,16 @@ namespace {
 // How many index cells check_blocks fetches ahead; a failed check stops early, so more is waste.
 constexpr std::uint32_t kPrefetchBatch = 8;
 
+// A Miss without its tokens, so that a Check fits in eight bytes.
+struct Why {
+    std::uint8_t group;
+    Form form;
+    MissReason reason;
+};
+
 struct Check {
     bool ok = true;
-    Miss miss{};
+    Why miss{};
     std::uint32_t at = 0;  // when not ok: the first token it could not take
 };
 
@@ -265,14 +272,14 @@ public:
             // reaches the last grain point at or before the first unit it cannot take.
             const Check c = check(g, len / grain * grain, nullptr, nullptr);
             if (c.ok) return len / grain * grain;
-            if (why != nullptr) *why = c.miss;
+            if (why != nullptr) *why = {c.miss.group, c.miss.form, c.miss.reason};
             return c.at / grain * grain;
         }
         bool first = true;
         for (std::uint32_t x = len / grain * grain;; x -= grain) {
             const Check c = check(g, x, nullptr, nullptr);
             if (c.ok) return x;
-            if (first && why != nullptr) *why = c.miss;
+            if (first && why != nullptr) *why = {c.miss.group, c.miss.form, c.miss.reason};
             first = false;
             if (x < grain) return 0;
         }
@@ -499,6 +506,7 @@ Outcome settle(const World& world, const Request& request, PrefixFinds& finds, s
                 Miss why{};
                 const std::uint32_t y = strict.reach(g, len, grain, &why);
                 if (y < len) {
+                    why.tokens = len - y;
                     out.misses.push_back(why);
                     len = y;
                     changed = true;
@@ -510,6 +518,7 @@ Outcome settle(const World& world, const Request& request, PrefixFinds& finds, s
         for (std::uint8_t g = 0; g < groups; ++g) {
             Miss why{};
             own_reach[g] = strict.reach(g, start_len, grain, &why);
+            why.tokens = start_len - own_reach[g];
             if (own_reach[g] < start_len) out.misses.push_back(why);
             best = std::max(best, own_reach[g]);
         }
@@ -549,7 +558,9 @@ LookupResult lookup(const World& world, const Request& request) {
     const std::uint32_t cap = spec.input_tokens > 0 ? spec.input_tokens - 1 : 0;
     result.hash_hit_len = hash_hit_length(world, finds, cap);
     if (world.rollout == Rollout::off) {
-        if (result.hash_hit_len > 0) result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout});
+        const std::uint32_t grain = resume_grain(world);
+        if (result.hash_hit_len > 0)
+            result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout, result.hash_hit_len / grain * grain});
         return result;
     }
     if (d.hash_hit_is_enough) {

@@ -146,6 +146,7 @@ struct Miss {
     std::uint8_t group;
     Form form;
     MissReason reason;
+    std::uint32_t tokens = 0;  // what it cut from the usable length (LookupResult::misses)
 };
 
 // What the reader believes one read covers: which segment, at which epoch, for which range.

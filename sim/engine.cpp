@@ -279,6 +279,7 @@ private:
         metrics_.prompt_tokens += world_.requests[r].spec->input_tokens;
         ++metrics_.verdicts[static_cast<int>(res.verdict)];
         count_misses(res);
+        for (const model::Miss& m : res.misses) metrics_.miss_tokens[static_cast<std::size_t>(m.form)][static_cast<std::size_t>(m.reason)] += m.tokens;
     }
 
     void count_misses(const model::LookupResult& res) {

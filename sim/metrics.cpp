@@ -75,6 +75,16 @@ std::map<std::string, std::uint64_t> reuse_buckets(const Metrics& m) {
     return out;
 }
 
+// Tokens cut by form, then reason; pairs that cut nothing left out.
+std::map<std::string, std::map<std::string, std::uint64_t>> miss_tokens(const Metrics& m) {
+    std::map<std::string, std::map<std::string, std::uint64_t>> out;
+    for (model::Form f : model::kAllForms)
+        for (int r = 0; r < model::kMissReasonCount; ++r)
+            if (const std::uint64_t n = m.miss_tokens[static_cast<std::size_t>(f)][static_cast<std::size_t>(r)]; n > 0)
+                out[std::string(model::form_name(f))][std::string(model::miss_reason_name(static_cast<model::MissReason>(r)))] = n;
+    return out;
+}
+
 std::map<std::string, std::uint64_t> by_source(const Metrics& m) {
     std::map<std::string, std::uint64_t> out;
     for (std::size_t k = 0; k < kReuseSources.size(); ++k) out[kReuseSources[k]] = m.reused_by_source[k];
@@ -109,6 +119,8 @@ nlohmann::json series_json(const Series& series) {
             {"io_wait_us", io}, {"state_table_bytes", table}, {"gpu_bytes_by_form", forms}};
 }
 
+std::string counted(std::uint64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
 // Why hash hits were not resumed, in a clause: the grain when it cut at least half of what was
 // recomputed, else the most frequent miss reason.
 std::string why_not_resumed(const Metrics& m) {
@@ -116,16 +128,18 @@ std::string why_not_resumed(const Metrics& m) {
         return std::to_string(m.trimmed_tokens) + " of the " + std::to_string(m.recomputed_tokens) +
                " recomputed hit tokens were cut down to a multiple of the resume grain (resume_grain_tokens " +
                std::to_string(m.resume_grain_tokens) + "): hits shorter than it resume nothing";
-    std::string top;
-    std::uint64_t most = 0;
-    for (const auto& [form, reasons] : m.miss_reasons)
-        for (const auto& [reason, count] : reasons)
-            if (count > most) {
-                most = count;
-                top = form + "." + reason;
-            }
-    if (top.empty()) return "no miss reason was recorded";
-    return "the most frequent miss reason is " + top + " (" + std::to_string(most) + " times; see miss_reasons)";
+    const auto top = [](const std::map<std::string, std::map<std::string, std::uint64_t>>& by_form) {
+        std::pair<std::string, std::uint64_t> best{"", 0};
+        for (const auto& [form, reasons] : by_form)
+            for (const auto& [reason, n] : reasons)
+                if (n > best.second) best = {form + "." + reason, n};
+        return best;
+    };
+    if (const auto [name, tokens] = top(miss_tokens(m)); tokens > 0)
+        return "the miss reason that cut the most tokens is " + name + " (" + std::to_string(tokens) + " tokens at first lookups; see miss_tokens)";
+    if (const auto [name, count] = top(m.miss_reasons); count > 0)
+        return "the most frequent miss reason is " + name + " (" + std::to_string(count) + " times; see miss_reasons)";
+    return "no miss reason was recorded";
 }
 
 nlohmann::json warnings_json(const Metrics& m) {
@@ -151,14 +165,14 @@ std::vector<RunWarning> run_warnings(const Metrics& m) {
         out.push_back({"no_hits", "prefix caching found nothing to reuse: none of the " + std::to_string(m.lookups) +
                                       " requests began with a block an earlier request had cached (hit_rate 0)"});
     } else if (m.reused_tokens == 0) {
-        out.push_back({"nothing_resumed", "prefix caching resumed nothing: " + std::to_string(m.hits) + " requests hit the cache for " +
+        out.push_back({"nothing_resumed", "prefix caching resumed nothing: " + counted(m.hits, "request") + " hit the cache for " +
                                               std::to_string(m.hit_tokens) + " tokens, and no token was read from it; " +
                                               why_not_resumed(m)});
     } else if (m.reused_tokens * 10 < m.hit_tokens) {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f", 100.0 * share(m.reused_tokens, m.hit_tokens));
         out.push_back({"little_resumed", "prefix caching resumed " + std::string(pct) + " % of the " + std::to_string(m.hit_tokens) +
-                                             " tokens its " + std::to_string(m.hits) + " hits reported; " + why_not_resumed(m)});
+                                             " tokens its " + counted(m.hits, "hit") + " reported; " + why_not_resumed(m)});
     }
     return out;
 }
@@ -198,6 +212,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"post_hit_fallback_rate", m.fallback_rate()},
             {"verdicts", verdicts},
             {"miss_reasons", m.miss_reasons},
+            {"miss_tokens", miss_tokens(m)},
             {"prompt_tokens", m.prompt_tokens},
             {"hit_tokens", m.hit_tokens},
             {"token_hit_rate", share(m.hit_tokens, m.prompt_tokens)},
@@ -273,6 +288,11 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     for (const auto& [form, reasons] : m.miss_reasons)
         for (const auto& [reason, count] : reasons)
             out << "kvcheck_miss_reasons_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << count << "\n";
+    out << "# HELP kvcheck_miss_tokens_total Tokens each form and reason cut from the usable length at first lookups.\n"
+           "# TYPE kvcheck_miss_tokens_total counter\n";
+    for (const auto& [form, reasons] : miss_tokens(m))
+        for (const auto& [reason, tokens] : reasons)
+            out << "kvcheck_miss_tokens_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << tokens << "\n";
     out << "# HELP kvcheck_request_reuse_ratio Share of each request's prompt resumed from cache, at its read.\n"
            "# TYPE kvcheck_request_reuse_ratio histogram\n";
     std::uint64_t reads = 0;

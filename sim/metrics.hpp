@@ -96,6 +96,7 @@ struct Metrics {
     std::uint64_t post_hit_fallbacks = 0;
     std::array<std::uint64_t, 4> verdicts{};
     std::map<std::string, std::map<std::string, std::uint64_t>> miss_reasons;  // form -> reason -> count
+    std::array<std::array<std::uint64_t, model::kMissReasonCount>, model::kFormCount> miss_tokens{};  // by form, then reason: tokens cut at first lookups
     std::uint64_t prompt_tokens = 0;      // prompt tokens of the first lookups: hit_tokens' denominator
     std::uint64_t hit_tokens = 0;         // tokens a plain hash lookup reported
     std::uint64_t reused_tokens = 0;      // tokens read from cache

@@ -93,7 +93,7 @@ json load_report(const std::filesystem::path& file) {
     if (report.contains("requests_by_reuse_pct"))
         check_shape(report["requests_by_reuse_pct"], json{{"*", 0}}, "/requests_by_reuse_pct", name);
     static const json later = json::parse(R"({"evictions_by_cause": {"*": {"*": 0}}, "prompt_tokens": 0, "token_hit_rate": 0.5,
-        "token_reuse_rate": 0.5, "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0,
+        "token_reuse_rate": 0.5, "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}},
         "warnings": [{"code": "", "message": ""}]})");
     for (const auto& [key, item] : later.items())
         if (report.contains(key)) check_shape(report[key], item, "/" + key, name);
@@ -148,6 +148,7 @@ struct Scales {
     double lookups_max = 0;
     double reused_max = 0;
     double miss_max = 0;
+    double miss_tokens_max = 0;
     double ttft_max = 0;
     double io_wait_max = 0;
     double violations_max = 0;
@@ -186,6 +187,7 @@ Scales scales_of(const std::vector<NamedReport>& reports) {
             for (const auto& [reason, count] : reasons.items()) {
                 s.misses.insert({form, reason});
                 s.miss_max = std::max(s.miss_max, count.get<double>());
+                s.miss_tokens_max = std::max(s.miss_tokens_max, number(r, "miss_tokens." + form + "." + reason));
             }
         s.ttft_max = std::max(s.ttft_max, number(r, "ttft_ms.p99"));
         s.io_wait_max = std::max(s.io_wait_max, number(r, "io_wait_ms.p99"));
@@ -302,8 +304,15 @@ std::string cell_misses(const NamedReport& nr, const Scales& s) {
         const double n = misses.contains(form) ? misses[form].value(reason, 0.0) : 0.0;
         bars.push_back({form + " · " + reason, n, color_of(form)});
     }
-    return figure("Miss reasons by form", svg::bar_chart("miss reasons", bars, s.miss_max, Unit::count),
-                  "Why hit ranges were not resumable, counted at every lookup; form \"any\" counts stale epochs found at revalidation.");
+    const std::string counts = figure("Miss reasons by form", svg::bar_chart("miss reasons", bars, s.miss_max, Unit::count),
+                                      "Why hit ranges were not resumable, counted at every lookup; form \"any\" counts stale epochs found at revalidation.");
+    const char* caption = "Tokens cut by form and reason";
+    if (!nr.report.contains("miss_tokens")) return counts + predates(caption);
+    bars.clear();
+    for (const auto& [form, reason] : s.misses)
+        if (form != "any") bars.push_back({form + " · " + reason, number(nr.report, "miss_tokens." + form + "." + reason), color_of(form)});
+    return counts + figure(caption, svg::bar_chart("miss tokens", bars, s.miss_tokens_max, Unit::count),
+                           "Tokens each reason cut from the usable length at the first lookups (miss_tokens); some come back by loads.");
 }
 
 std::string cell_memory(const NamedReport& nr, const Scales& s) {

@@ -278,7 +278,7 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
     return b;
 }
 
-// miss_reasons.FORM.REASON must name a pair the run can count: a form and a reason the matcher
+// miss_reasons.FORM.REASON (and miss_tokens.FORM.REASON) must name a pair the run can count: a form and a reason the matcher
 // files under it (model::miss_form), or any.stale_epoch. Any other pair would stay 0 for ever, so
 // a bound on it would test nothing.
 void check_miss_reason_path(const std::string& path, const std::string& pointer, Problems& problems) {
@@ -287,6 +287,11 @@ void check_miss_reason_path(const std::string& path, const std::string& pointer,
     const std::size_t dot = rest.find('.');
     const std::string form = rest.substr(0, dot);
     const std::string reason = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    const std::string figure = path.substr(0, first);  // miss_reasons or miss_tokens
+    if (form == "any" && figure == "miss_tokens") {
+        problems.add(pointer, "\"" + path + "\" is never counted: a stale revalidation cuts no tokens at a first lookup");
+        return;
+    }
     if (form == "any") {
         if (reason != "stale_epoch") problems.add(pointer, "\"" + path + "\" is never counted: the only reason filed under any is stale_epoch");
         return;
@@ -295,7 +300,7 @@ void check_miss_reason_path(const std::string& path, const std::string& pointer,
     if (!f) {
         std::string forms = "any";
         for (model::Form each : model::kAllForms) forms += ", " + std::string(model::form_name(each));
-        problems.add(pointer, "\"" + path + "\": expected miss_reasons.FORM.REASON with FORM one of " + forms);
+        problems.add(pointer, "\"" + path + "\": expected " + figure + ".FORM.REASON with FORM one of " + forms);
         return;
     }
     std::optional<model::MissReason> r;
@@ -334,9 +339,9 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
         }
         return out;
     }();
-    static constexpr std::string_view kMissReasons = "miss_reasons";
-    if (path.compare(0, kMissReasons.size(), kMissReasons) == 0 && (path.size() == kMissReasons.size() || path[kMissReasons.size()] == '.'))
-        return check_miss_reason_path(path, pointer, problems);
+    for (const std::string_view by_reason : {"miss_reasons", "miss_tokens"})
+        if (path.compare(0, by_reason.size(), by_reason) == 0 && (path.size() == by_reason.size() || path[by_reason.size()] == '.'))
+            return check_miss_reason_path(path, pointer, problems);
     const bool sessions = s.sessions.enabled;
     const bool samples = s.samples > 1;
     const nlohmann::json* node = &shapes[(sessions ? 1 : 0) | (samples ? 2 : 0)];

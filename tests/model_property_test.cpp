@@ -228,7 +228,25 @@ struct CaseRun {
     bool violated = false;
     std::array<std::size_t, 4> verdicts{};     // lookups by verdict (model::VerdictKind)
     std::size_t resumed_reads = 0;             // reads that resumed from the cache (resume_len > 0)
+    std::size_t cut_lookups = 0;               // lookups whose misses' tokens were summed (cut_accounted)
 };
+
+// Whether a lookup's misses account for every token its groups cut: under group intersection the
+// cuts add up to the hash hit on the grain minus the resume length. Not checked for a verdict
+// that waits for loads (its misses are those before the loads), after the lookup budget (which
+// drops the plan) or without matching (rollout off, the plain hash-hit rule). Counts the
+// lookups it checked in `checked`.
+bool cut_accounted(const model::World& world, const model::Defenses& defenses, const model::Request& q, const model::LookupResult& res,
+                   std::size_t& checked) {
+    if (res.verdict == model::VerdictKind::io_wait || !defenses.group_intersection || defenses.hash_hit_is_enough ||
+        world.rollout == model::Rollout::off || q.lookups > world.limits.max_lookups)
+        return true;
+    const std::uint32_t grain = model::resume_grain(world);
+    std::uint64_t cut = 0;
+    for (const model::Miss& m : res.misses) cut += m.tokens;
+    if (cut > 0) ++checked;
+    return cut == res.hash_hit_len / grain * grain - res.resume_len;
+}
 
 // The step kinds still allowed. Like the explorer's budgets, at most max_faults fault steps and
 // max_background evictions/offloads are taken, except that the fault budget is kept per fault
@@ -269,6 +287,12 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         run.steps.push_back(step);
         const model::StepOutcome outcome = model::apply(world, step);
         if (outcome.lookup) ++run.verdicts[static_cast<std::size_t>(outcome.lookup->verdict)];
+        if (outcome.lookup && watch.empty() &&
+            !cut_accounted(world, defenses, world.requests[step.target], *outcome.lookup, run.cut_lookups)) {
+            run.violations.push_back({"miss_tokens", "the misses' tokens do not add up to what the lookup cut"});
+            run.violated = true;
+            return run;
+        }
         if (step.kind == StepKind::read && world.requests[step.target].resume_len > 0) ++run.resumed_reads;
         if (model::is_fault(step.kind)) ++faults[static_cast<std::size_t>(actor_of(step.kind))];
         if (sim::is_background(step.kind)) ++background;
@@ -313,6 +337,7 @@ struct Search {
     std::array<std::size_t, model::kStepKindCount> kinds{};  // steps taken by kind, over all runs
     std::array<std::size_t, 4> verdicts{};                   // lookups by verdict, over all runs
     std::size_t resumed_reads = 0;
+    std::size_t cut_lookups = 0;
 };
 
 // RapidCheck's default listener registers every failure for a "reproduce with RC_PARAMS" note at
@@ -340,6 +365,7 @@ Search search(const model::Defenses& defenses, const std::string& watch, bool va
         for (const model::Step& step : run.steps) ++result.kinds[static_cast<std::size_t>(step.kind)];
         for (std::size_t v = 0; v < 4; ++v) result.verdicts[v] += run.verdicts[v];
         result.resumed_reads += run.resumed_reads;
+        result.cut_lookups += run.cut_lookups;
         if (run.violated) {
             result.shrunk = run;
             std::ostringstream shown;
@@ -413,6 +439,7 @@ void expect_clean_and_not_vacuous(const Search& s) {
     for (std::size_t v = 0; v < 4; ++v)
         EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
     EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
+    EXPECT_GE(s.cut_lookups, std::size_t{kValidatedCases} / 10) << "few lookups were cut short, so the miss tokens were rarely summed";
 }
 
 }  // namespace
@@ -453,7 +480,8 @@ TEST(ModelProperty, SameSeedSameCounterexample) {
 // (a) The validated policy never violates any invariant (structural checks on) over random scopes
 // with every actor, every rollout mode and random fault classes; and the runs are not vacuous:
 // every step kind was taken and every verdict given at least 30 times, and a tenth of the cases
-// resumed a read from the cache.
+// resumed a read from the cache. Every lookup's misses also account for the tokens it cut
+// (cut_accounted), checked at a tenth as many lookups as there are cases at least.
 TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
     const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
                             kFullSize);

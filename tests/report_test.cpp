@@ -117,6 +117,9 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
         EXPECT_NEAR(sample("token_hit_rate"), report["token_hit_rate"].get<double>(), 1e-6);
         EXPECT_NEAR(sample("token_reuse_rate"), report["token_reuse_rate"].get<double>(), 1e-6);
+        for (const auto& [form, reasons] : report["miss_tokens"].items())
+            for (const auto& [reason, tokens] : reasons.items())
+                EXPECT_EQ(sample("miss_tokens_total", ",form=\"" + form + "\",reason=\"" + reason + "\""), tokens.get<double>()) << form << " " << reason;
         for (const auto& [source, tokens] : report["reused_tokens_by_source"].items())
             EXPECT_EQ(sample("reused_tokens_total", ",source=\"" + source + "\""), tokens.get<double>()) << source;
         EXPECT_EQ(prom.find("kvcheck_warning{"), std::string::npos) << "the quickstart raises no warning";
@@ -171,11 +174,11 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
     std::vector<kvcheck::sim::NamedReport> older = kvcheck::sim::load_run_reports(compare_);
     for (kvcheck::sim::NamedReport& nr : older)
         for (const char* key : {"requests_by_reuse_pct", "reused_tokens_by_source", "prompt_tokens", "token_hit_rate", "token_reuse_rate",
-                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause"})
+                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause", "miss_tokens"})
             nr.report.erase(key);
     const std::string page = kvcheck::sim::report_html(older);
-    EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 4u);
-    EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 4);
+    EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 6u);
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 6);
     EXPECT_EQ(count(page, "<tr><th>trimmed_tokens</th><td>-</td></tr>"), 2u);
 }
 
@@ -200,10 +203,10 @@ TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
     for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Reuse per request", "Misses", "Memory", "Latency",
                             "Silent corruptions", "Invariants", "Counters"})
         EXPECT_EQ(count(html_, "<h2>" + std::string(row) + "</h2>"), 1u) << row;
-    // Twelve charts per policy: rates, verdicts, reuse per request, reused tokens by source, misses,
-    // GPU memory, offloaded bytes, TTFT, I/O wait, summed I/O wait, silent corruptions over time
-    // (naive has some) and invariant violations.
-    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 24u);
+    // Thirteen charts per policy: rates, verdicts, reuse per request, reused tokens by source, miss
+    // reasons, tokens cut by them, GPU memory, offloaded bytes, TTFT, I/O wait, summed I/O wait,
+    // silent corruptions over time (naive has some) and invariant violations.
+    EXPECT_EQ(count(html_, "<svg class=\"chart\""), 26u);
     EXPECT_NE(html_.find("No silent corruption, no invariant violated"), std::string::npos);  // validated
     EXPECT_NE(html_.find("OR1_ground_truth"), std::string::npos);                             // naive's explained corruptions
     EXPECT_NE(html_.find("report.json keeps the p50 and p99"), std::string::npos);
@@ -230,7 +233,7 @@ TEST_F(ReportTest, RunHtmlWritesASingleColumnPage) {
     const std::string page = slurp(out + "/report.html");
     EXPECT_NE(page.find("--columns:1"), std::string::npos);
     EXPECT_EQ(count(page, "<table class=\"comparison\">"), 0u);
-    EXPECT_EQ(count(page, "<svg class=\"chart\""), 11u);  // validated has no corruption, so no corruption curve
+    EXPECT_EQ(count(page, "<svg class=\"chart\""), 12u);  // validated has no corruption, so no corruption curve
     EXPECT_EQ(run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html", scratch_).code, 2);  // --html needs --out
     fs::remove_all(out);
 }

@@ -135,7 +135,8 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
 }
 
 // Proves: hits that a rule forbids resuming make a run that warns `nothing_resumed` and names the
-// most frequent miss reason: with rollout off, every hit is refused for `rollout`.
+// miss reason that cut the most tokens: with rollout off, every hit is refused for `rollout`, which
+// cuts the hit on the grain.
 TEST(Warnings, HitsNeverResumedNameTheMissReason) {
     const fs::path file = toy_scenario("rollout-off", {request(0, 64, {1, 2, 3, 4}), request(5000, 64, {1, 2, 3, 4})}, {{"rollout", "off"}});
     const nlohmann::json r = run_json(file, "validated");
@@ -143,15 +144,46 @@ TEST(Warnings, HitsNeverResumedNameTheMissReason) {
     EXPECT_EQ(r["reused_tokens"], 0);
     ASSERT_EQ(codes(r), std::vector<std::string>{"nothing_resumed"});
     const std::string message = r["warnings"][0]["message"].get<std::string>();
-    EXPECT_TRUE(std::regex_search(message, std::regex("^prefix caching resumed nothing: 1 requests hit the cache for [0-9]+ tokens, and no "
-                                                      "token was read from it; the most frequent miss reason is compressed_kv\\.rollout")))
-        << message;
+    EXPECT_EQ(r["miss_tokens"], nlohmann::json::parse(R"({"compressed_kv": {"rollout": 32}})"));  // the 48-token hit on the 32-token grain
+    EXPECT_EQ(message, "prefix caching resumed nothing: 1 request hit the cache for 48 tokens, and no token was read from it; the miss "
+                       "reason that cut the most tokens is compressed_kv.rollout (32 tokens at first lookups; see miss_tokens)");
+}
+
+// Proves: at a first lookup each group that cuts the usable length files the tokens it cut under
+// its form and reason (miss_tokens), and the cuts and the resume add up to the hit. A second
+// request sharing a 96-token prompt resumes it all; with an F8 expiry at its arrival its SWA
+// window before 96 is dead, so it resumes 64 and swa_window.window_expired holds the 32 cut; with
+// an F11 lost block the compressed segment is not whole and compressed_kv.partial_segment cuts all
+// 96. naive never checks, so it never cuts. The quickstart's cuts come only from reasons it counted.
+TEST(TokenFigures, MissTokensAccountForTheCut) {
+    const nlohmann::json requests = {request(0, 96, {1, 2, 3, 4, 5, 6}), request(5000, 128, {1, 2, 3, 4, 5, 6, 7, 8})};
+    const auto cut = [&](const std::string& name, const nlohmann::json& faults, const std::string& policy = "validated") {
+        const nlohmann::json r = run_json(toy_scenario(name, requests, {{"faults", faults}}), policy);
+        EXPECT_EQ(r["hit_tokens"], 96);
+        return r;
+    };
+    const nlohmann::json clean = cut("cut-none", nlohmann::json::array());
+    EXPECT_EQ(clean["reused_tokens"], 96);
+    EXPECT_TRUE(clean["miss_tokens"].empty());
+    const nlohmann::json f8 = cut("cut-f8", {{{"fault", "F8"}, {"at_ms", 3000}}});
+    EXPECT_EQ(f8["reused_tokens"], 64);
+    EXPECT_EQ(f8["miss_tokens"], nlohmann::json::parse(R"({"swa_window": {"window_expired": 32}})"));
+    const nlohmann::json f11 = cut("cut-f11", {{{"fault", "F11"}, {"at_ms", 3000}}});
+    EXPECT_EQ(f11["reused_tokens"], 0);
+    EXPECT_EQ(f11["miss_tokens"], nlohmann::json::parse(R"({"compressed_kv": {"partial_segment": 96}})"));
+    EXPECT_TRUE(cut("cut-f11-naive", {{{"fault", "F11"}, {"at_ms", 3000}}}, "naive")["miss_tokens"].empty());
+    const nlohmann::json quickstart = run_json(kSourceDir / "scenarios" / "quickstart.json", "validated");
+    ASSERT_FALSE(quickstart["miss_tokens"].empty());
+    for (const auto& [form, reasons] : quickstart["miss_tokens"].items())
+        for (const auto& [reason, tokens] : reasons.items())
+            EXPECT_TRUE(quickstart["miss_reasons"][form].contains(reason)) << form << "." << reason;
 }
 
 // Proves: a run that resumes under a tenth of its hit tokens warns `little_resumed` with the
 // share: the interrupted-eviction scenario under validated (F1 leaves segments partial, so most
 // hits fall back); report.html shows it as a badge. naive resumes every hit and raises nothing,
-// and `compare` puts each policy's codes in its "warnings" row.
+// and `compare` puts each policy's codes in its "warnings" row and the tokens each miss reason
+// cut in its "miss tokens" rows.
 TEST(Warnings, LittleResumedGivesTheShare) {
     const fs::path file = kSourceDir / "scenarios" / "fault-f1-interrupted-eviction.json";
     const nlohmann::json validated = run_json(file, "validated");
@@ -170,4 +202,6 @@ TEST(Warnings, LittleResumedGivesTheShare) {
     const Outcome cmp = kvcheck({"compare", file.string(), "--policies", "naive,validated"});
     EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nwarnings +- +little_resumed\n"))) << cmp.all();
     EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nreused tokens from gpu +[0-9]+ +[0-9]+\n"))) << cmp.out;
+    const std::string partial = validated["miss_tokens"]["compressed_kv"]["partial_segment"].dump();
+    EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nmiss tokens compressed_kv\\.partial_segment +0 +" + partial + "\n"))) << cmp.out;
 }

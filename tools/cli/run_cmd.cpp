@@ -22,6 +22,7 @@
 #include "sim/shrink.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
+#include "tools/cli/report_text.hpp"
 
 namespace kvcheck::cli {
 
@@ -107,40 +108,6 @@ void clear_other_results(const std::string& dir, const std::set<std::string>& ke
         for (const char* name : kRunFiles) sim::remove_stale(entry.path().string() + name);
         if (fs::is_empty(entry.path(), ec)) fs::remove(entry.path(), ec);
     }
-}
-
-// A report's miss reasons as (FORM.REASON, count), in the report's (alphabetical) order.
-std::vector<std::pair<std::string, std::uint64_t>> miss_counts(const nlohmann::json& report) {
-    std::vector<std::pair<std::string, std::uint64_t>> out;
-    for (const auto& [form, by_reason] : report["miss_reasons"].items())
-        for (const auto& [reason, count] : by_reason.items()) out.emplace_back(form + "." + reason, count.get<std::uint64_t>());
-    return out;
-}
-
-void print_summary(const nlohmann::json& j, FILE* to) {
-    std::fprintf(to, "policy=%s requests=%llu hit_rate=%.4f post_hit_fallback_rate=%.4f silent_corruptions=%llu\n",
-                 j["policy"].get<std::string>().c_str(), static_cast<unsigned long long>(j["requests"].get<std::uint64_t>()),
-                 j["hit_rate"].get<double>(), j["post_hit_fallback_rate"].get<double>(),
-                 static_cast<unsigned long long>(j["silent_corruptions"].get<std::uint64_t>()));
-    std::fprintf(to, "verdicts: resumable=%llu io_wait=%llu partial_recompute=%llu full_recompute=%llu\n",
-                 static_cast<unsigned long long>(j["verdicts"]["resumable"].get<std::uint64_t>()),
-                 static_cast<unsigned long long>(j["verdicts"]["io_wait"].get<std::uint64_t>()),
-                 static_cast<unsigned long long>(j["verdicts"]["partial_recompute"].get<std::uint64_t>()),
-                 static_cast<unsigned long long>(j["verdicts"]["full_recompute"].get<std::uint64_t>()));
-    const auto tokens = [&](const char* key) { return static_cast<unsigned long long>(sim::report_value(j, key)->get<std::uint64_t>()); };
-    std::fprintf(to, "tokens: reused=%llu (gpu=%llu host=%llu disk=%llu) recomputed=%llu trimmed=%llu  ttft_ms p50=%.1f p99=%.1f\n",
-                 tokens("reused_tokens"), tokens("reused_tokens_by_source.gpu"), tokens("reused_tokens_by_source.host"),
-                 tokens("reused_tokens_by_source.disk"), tokens("recomputed_tokens"), tokens("trimmed_tokens"), j["ttft_ms"]["p50"].get<double>(),
-                 j["ttft_ms"]["p99"].get<double>());
-    std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j);
-    if (!misses.empty()) {
-        std::stable_sort(misses.begin(), misses.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-        std::fprintf(to, "miss_reasons:");
-        for (const auto& [name, count] : misses) std::fprintf(to, " %s=%llu", name.c_str(), static_cast<unsigned long long>(count));
-        std::fprintf(to, "\n");
-    }
-    for (const auto& [name, count] : j["invariant_violations"].items())
-        if (count.get<std::uint64_t>() > 0) std::fprintf(to, "violated %s x%llu\n", name.c_str(), static_cast<unsigned long long>(count.get<std::uint64_t>()));
 }
 
 // A failed run that violated an invariant leaves DIR/counterexample.json: the run shrunk to a
@@ -403,80 +370,6 @@ int run_command(const RunArgs& args) {
         std::fprintf(args.json ? stderr : stdout, "%zu passed, %zu failed\n", passed, cases.size() - passed);
     }
     return code;
-}
-
-void print_comparison(const std::vector<nlohmann::json>& reports) {
-    // Each row: a label and one cell per policy. The label column widens for long miss reasons.
-    std::vector<std::pair<std::string, std::vector<std::string>>> rows;
-    const std::vector<std::pair<const char*, const char*>> figures = {
-        {"hit_rate", "hit rate"},
-        {"post_hit_fallback_rate", "post-hit fallback rate"},
-        {"verdicts.resumable", "verdict resumable"},
-        {"verdicts.io_wait", "verdict io_wait"},
-        {"verdicts.partial_recompute", "verdict partial_recompute"},
-        {"verdicts.full_recompute", "verdict full_recompute"},
-        {"silent_corruptions", "silent corruptions"},
-        {"token_hit_rate", "token hit rate"},
-        {"token_reuse_rate", "token reuse rate"},
-        {"reused_tokens", "reused tokens"},
-        {"reused_tokens_by_source.gpu", "reused tokens from gpu"},
-        {"reused_tokens_by_source.host", "reused tokens from host"},
-        {"reused_tokens_by_source.disk", "reused tokens from disk"},
-        {"recomputed_tokens", "recomputed tokens"},
-        {"trimmed_tokens", "trimmed tokens"},
-        {"requests_by_reuse_pct.0", "requests reusing 0 %"},
-        {"requests_by_reuse_pct.0-10", "requests reusing 0-10 %"},
-        {"requests_by_reuse_pct.10-25", "requests reusing 10-25 %"},
-        {"requests_by_reuse_pct.25-50", "requests reusing 25-50 %"},
-        {"requests_by_reuse_pct.50-75", "requests reusing 50-75 %"},
-        {"requests_by_reuse_pct.75-90", "requests reusing 75-90 %"},
-        {"requests_by_reuse_pct.90-100", "requests reusing 90-100 %"},
-        {"ttft_ms.p50", "TTFT p50 (ms)"},
-        {"ttft_ms.p99", "TTFT p99 (ms)"},
-    };
-    for (const auto& [key, label] : figures) {
-        std::vector<std::string> cells;
-        for (const auto& r : reports) {
-            const nlohmann::json* v = sim::report_value(r, key);
-            char buf[32];
-            if (v != nullptr && v->is_number_float()) std::snprintf(buf, sizeof buf, "%.4f", v->get<double>());
-            cells.push_back(v == nullptr ? "-" : v->is_number_float() ? buf : v->dump());
-        }
-        rows.emplace_back(label, std::move(cells));
-    }
-    std::vector<std::string> violations;
-    for (const auto& r : reports) {
-        std::uint64_t n = 0;
-        for (const auto& [name, count] : r["invariant_violations"].items()) n += count.get<std::uint64_t>();
-        violations.push_back(std::to_string(n));
-    }
-    rows.emplace_back("invariant violations", std::move(violations));
-    std::vector<std::string> warnings;
-    for (const auto& r : reports) {
-        std::string codes;
-        for (const auto& w : r["warnings"]) codes += (codes.empty() ? "" : ",") + w["code"].get<std::string>();
-        warnings.push_back(codes.empty() ? "-" : codes);
-    }
-    rows.emplace_back("warnings", std::move(warnings));
-    // Every miss reason any policy recorded, 0 where another did not.
-    std::map<std::string, std::vector<std::string>> misses;
-    for (std::size_t i = 0; i < reports.size(); ++i)
-        for (const auto& [name, count] : miss_counts(reports[i])) {
-            std::vector<std::string>& cells = misses[name];
-            cells.resize(reports.size(), "0");
-            cells[i] = std::to_string(count);
-        }
-    for (auto& [name, cells] : misses) rows.emplace_back("miss " + name, std::move(cells));
-    int width = 28;
-    for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
-    std::printf("%-*s", width, "metric");
-    for (const auto& r : reports) std::printf(" %16s", r["policy"].get<std::string>().c_str());
-    std::printf("\n");
-    for (const auto& [label, cells] : rows) {
-        std::printf("%-*s", width, label.c_str());
-        for (const std::string& cell : cells) std::printf(" %16s", cell.c_str());
-        std::printf("\n");
-    }
 }
 
 std::vector<std::string> split_list(const std::string& text) {
