@@ -91,7 +91,10 @@ bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
             }
         }
         if (victim == kNone) return false;
-        if (log != nullptr) log->evicted.push_back({w.segments[victim].form, w.bytes_of(w.segments[victim]), EvictionCause::admission});
+        if (log != nullptr) {
+            const Segment& v = w.segments[victim];
+            log->evicted.push_back({v.form, w.bytes_of(v), EvictionCause::admission, keeps_disk_copy(v)});
+        }
         const std::size_t list = World::lru_list(w.segments[victim]);
         evict_segment(w, victim);
         prefetch_eviction(w, w.lru_head[list]);
@@ -255,7 +258,7 @@ void free_segment(World& w, std::uint32_t id) {
 
 void evict_segment(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
-    if (s.disk == kNone || !s.whole) {
+    if (!keeps_disk_copy(s)) {
         free_segment(w, id);
         return;
     }

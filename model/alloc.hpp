@@ -20,7 +20,11 @@ struct Eviction {
     Form form;
     std::uint64_t bytes;
     EvictionCause cause = EvictionCause::admission;
+    bool copy_kept = false;  // only the GPU copy went: a whole copy stays on host/disk, still registered
 };
+
+// Whether evicting the entry drops only its GPU copy: a whole copy sits on host/disk (evict_segment).
+inline bool keeps_disk_copy(const Segment& s) { return s.disk != kNone && s.whole; }
 
 // Evictions an admission caused, for metrics. Bounded by the number of evictable segments.
 struct AdmissionLog {

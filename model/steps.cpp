@@ -396,7 +396,7 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
         case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::evict:
-            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step});
+            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step, keeps_disk_copy(w.segments[t])});
             evict_segment(w, t);
             break;
         case StepKind::offload: {

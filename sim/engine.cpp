@@ -453,6 +453,7 @@ private:
         for (const model::Eviction& e : out.evicted) {
             ++metrics_.evictions[static_cast<std::size_t>(e.form)];
             ++metrics_.evictions_by_cause[static_cast<std::size_t>(e.cause)][static_cast<std::size_t>(e.form)];
+            if (!e.copy_kept) ++metrics_.evictions_last_copy[static_cast<std::size_t>(e.form)];
         }
         metrics_.recaptures += out.recaptures;
         if (out.admission_refused) ++metrics_.admission_refusals;

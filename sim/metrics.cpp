@@ -232,6 +232,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"load_failures", m.load_failures},
             {"evictions", by_form(m.evictions)},
             {"evictions_by_cause", by_cause(m)},
+            {"evictions_last_copy", by_form(m.evictions_last_copy)},
             {"faults_injected", by_fault(m.faults)},
             {"silent_corruptions", m.silent_corruptions},
             {"corruption_examples", corruptions},
@@ -308,6 +309,10 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     for (const auto& [cause, forms] : by_cause(m))
         for (const auto& [form, count] : forms)
             out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\",cause=\"" << cause << "\"} " << count << "\n";
+    out << "# HELP kvcheck_evictions_last_copy_total Evictions that left no copy of the entry on any tier, per form.\n"
+           "# TYPE kvcheck_evictions_last_copy_total counter\n";
+    for (const auto& [form, count] : by_form(m.evictions_last_copy))
+        out << "kvcheck_evictions_last_copy_total{" << policy << ",form=\"" << form << "\"} " << count << "\n";
     out << "# HELP kvcheck_invariant_violations_total Invariant violations by name.\n"
            "# TYPE kvcheck_invariant_violations_total counter\n";
     // Every catalogued invariant, 0 included, so that an alert on a clean run's series can fire.

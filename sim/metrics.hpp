@@ -115,6 +115,7 @@ struct Metrics {
     std::uint64_t load_failures = 0;
     std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
     std::array<std::array<std::uint64_t, model::kFormCount>, model::kEvictionCauseCount> evictions_by_cause{};  // by cause, then form
+    std::array<std::uint64_t, model::kFormCount> evictions_last_copy{};  // by form: evictions that left no copy anywhere
     std::array<std::uint64_t, kFaultClassCount> faults{};      // injected, by class
     std::uint64_t silent_corruptions = 0;            // resumes whose output would be wrong
     std::vector<Corruption> corruption_examples;     // the first few, explained

@@ -93,7 +93,7 @@ json load_report(const std::filesystem::path& file) {
     if (report.contains("requests_by_reuse_pct"))
         check_shape(report["requests_by_reuse_pct"], json{{"*", 0}}, "/requests_by_reuse_pct", name);
     static const json later = json::parse(R"({"evictions_by_cause": {"*": {"*": 0}}, "prompt_tokens": 0, "token_hit_rate": 0.5,
-        "token_reuse_rate": 0.5, "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}},
+        "token_reuse_rate": 0.5, "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}}, "evictions_last_copy": {"*": 0},
         "warnings": [{"code": "", "message": ""}]})");
     for (const auto& [key, item] : later.items())
         if (report.contains(key)) check_shape(report[key], item, "/" + key, name);
@@ -404,6 +404,8 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
         row(key, r.contains(key) ? svg::format_value(number(r, key), Unit::count) : "-");  // "-": a figure newer than the report
     // The union of every column's keys, so the rows line up across columns.
     for (const std::string& name : s.evictions) row("evictions " + name, svg::format_value(r["evictions"].value(name, 0.0), Unit::count));
+    for (const std::string& name : s.evictions)
+        row("evictions " + name + " · last copy", r.contains("evictions_last_copy") ? svg::format_value(number(r, "evictions_last_copy." + name), Unit::count) : "-");
     for (const auto& [form, cause] : s.eviction_causes) {
         const double n = number(r, "evictions_by_cause." + cause + "." + form);
         row("evictions " + form + " · " + cause, r.contains("evictions_by_cause") ? svg::format_value(n, Unit::count) : "-");

@@ -309,6 +309,32 @@ TEST(OnDiskPrefix, OffloadThenLoadResumes) {
     for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit}) ok(p.w, k, p.b);
 }
 
+// An offload that completes while a reader pins the entry keeps both copies. Evicting it then
+// drops only the GPU copy (copy_kept): the entry stays in the table, registered, on disk. An entry
+// without a disk copy leaves the table when evicted.
+TEST(OnDiskPrefix, EvictingAnEntryWithADiskCopyKeepsIt) {
+    Pair p = finished_then_extended("validated", 64);
+    const std::uint32_t kv = seg(p.w, kC1, 48, 64);
+    const std::uint32_t other = seg(p.w, kC1, 32, 48);
+    const std::vector<std::uint32_t> copies = io_of(ok(p.w, StepKind::offload, kv));
+    for (StepKind k : {StepKind::lookup, StepKind::pin}) ok(p.w, k, p.b);
+    ASSERT_GT(p.w.segments[kv].pins, 0u) << "the situation: the reader holds the entry while it is copied";
+    for (std::uint32_t op : copies) ok(p.w, StepKind::io_complete, op);
+    ASSERT_EQ(p.w.segments[kv].stage, Stage::ready);
+    ASSERT_NE(p.w.segments[kv].disk, kNone);
+    for (StepKind k : {StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish}) ok(p.w, k, p.b);
+    const StepOutcome kept = ok(p.w, StepKind::evict, kv);
+    ASSERT_EQ(kept.evicted.size(), 1u);
+    EXPECT_TRUE(kept.evicted[0].copy_kept);
+    EXPECT_TRUE(p.w.segments[kv].live);
+    EXPECT_EQ(p.w.segments[kv].stage, Stage::on_disk);
+    EXPECT_TRUE(p.w.segments[kv].published);
+    const StepOutcome gone = ok(p.w, StepKind::evict, other);
+    ASSERT_EQ(gone.evicted.size(), 1u);
+    EXPECT_FALSE(gone.evicted[0].copy_kept);
+    EXPECT_FALSE(p.w.segments[other].live);
+}
+
 // F2: a failed load leaves the segment on disk and marks the request; its next lookup reports
 // load_failed and recomputes from the last resident point instead of waiting again.
 TEST(OnDiskPrefix, FailedLoadFallsBackToRecompute) {

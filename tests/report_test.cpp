@@ -117,6 +117,8 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
         EXPECT_NEAR(sample("token_hit_rate"), report["token_hit_rate"].get<double>(), 1e-6);
         EXPECT_NEAR(sample("token_reuse_rate"), report["token_reuse_rate"].get<double>(), 1e-6);
+        for (const auto& [form, count] : report["evictions_last_copy"].items())
+            EXPECT_EQ(sample("evictions_last_copy_total", ",form=\"" + form + "\""), count.get<double>()) << form;
         for (const auto& [form, reasons] : report["miss_tokens"].items())
             for (const auto& [reason, tokens] : reasons.items())
                 EXPECT_EQ(sample("miss_tokens_total", ",form=\"" + form + "\",reason=\"" + reason + "\""), tokens.get<double>()) << form << " " << reason;
@@ -174,7 +176,7 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
     std::vector<kvcheck::sim::NamedReport> older = kvcheck::sim::load_run_reports(compare_);
     for (kvcheck::sim::NamedReport& nr : older)
         for (const char* key : {"requests_by_reuse_pct", "reused_tokens_by_source", "prompt_tokens", "token_hit_rate", "token_reuse_rate",
-                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause", "miss_tokens"})
+                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause", "miss_tokens", "evictions_last_copy"})
             nr.report.erase(key);
     const std::string page = kvcheck::sim::report_html(older);
     EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 6u);

@@ -290,6 +290,8 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
 // Proves: evictions_by_cause splits every eviction by what caused it. Each firing of F6, F7 or F8
 // (action evict) is one evict step, so those scenarios' evict_step evictions equal their faults;
 // a run without an evicting fault has none; and over the causes every form adds up to `evictions`.
+// evictions_last_copy counts those that left no copy: at most `evictions`, fewer where an entry
+// kept a disk copy.
 TEST(Evictions, EachCauseCountsWhatCausedIt) {
     const auto report = [](const std::string& file) {
         const Outcome o = kvcheck({"run", (kSourceDir / "scenarios" / file).string(), "--json", "--quiet"});
@@ -301,6 +303,7 @@ TEST(Evictions, EachCauseCountsWhatCausedIt) {
         for (const auto& [cause, forms] : r["evictions_by_cause"].items())
             for (const auto& [form, count] : forms.items()) total[form] += count.get<std::uint64_t>();
         EXPECT_EQ(nlohmann::json(total), r["evictions"]);
+        for (const auto& [form, count] : r["evictions_last_copy"].items()) EXPECT_LE(count, r["evictions"][form]) << form;
     };
     for (const auto& [file, fault] : std::vector<std::pair<std::string, std::string>>{
              {"fault-f6-evict-before-read.json", "F6"}, {"fault-f7-tail-boundary-advance.json", "F7"}, {"fault-f8-swa-expiry.json", "F8"}}) {
@@ -316,6 +319,11 @@ TEST(Evictions, EachCauseCountsWhatCausedIt) {
     EXPECT_FALSE(quiet["evictions_by_cause"].contains("evict_step"));
     EXPECT_GT(quiet["evictions_by_cause"]["admission"].size(), 0u);
     adds_up(quiet);
+    // In the quickstart some entries were pinned while their offload finished, so they kept a disk
+    // copy, and evicting them later left that copy: fewer last-copy evictions than evictions.
+    const nlohmann::json quickstart = report("quickstart.json");
+    adds_up(quickstart);
+    EXPECT_LT(quickstart["evictions_last_copy"]["compressed_kv"], quickstart["evictions"]["compressed_kv"]);
 }
 
 // Proves: the text a run prints lists every miss reason of its report.json with its count, most
