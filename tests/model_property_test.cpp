@@ -487,7 +487,7 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
                             kFullSize);
     expect_clean_and_not_vacuous(s);
     std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
-              << s.seconds << " s\nsteps by kind:";
+              << s.cut_lookups << " lookups with cuts summed, " << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
         std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
     std::cout << "\nverdicts:";
