@@ -112,8 +112,8 @@ TEST(TokenFigures, TrimmedTokensAreTheGrainsCut) {
 }
 
 // Proves: requests that share no block make a run that warns `no_hits`; the warning is printed
-// on the terminal, kept in report.json and set in metrics.prom, and `--quiet` leaves it out of the
-// terminal only. A single request warns of nothing.
+// on the terminal, kept in report.json, set in metrics.prom and given as the output of its JUnit
+// case, and `--quiet` leaves it out of the terminal only. A single request warns of nothing.
 TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     const fs::path file = toy_scenario("no-hits", {request(0, 48, {1, 2, 3}), request(5000, 48, {4, 5, 6})});
     const fs::path out = scratch("no-hits-out");
@@ -130,6 +130,11 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{policy=\"validated\",code=\"(nothing_resumed|little_resumed)\"")), false);
     const Outcome quiet = kvcheck({"run", file.string(), "--quiet"});
     EXPECT_EQ(quiet.out.find("warning:"), std::string::npos) << quiet.out;
+    // A suite's JUnit case carries the warning as its output, --quiet or not.
+    const fs::path junit = out / "junit.xml";
+    ASSERT_EQ(kvcheck({"run", file.parent_path().string(), "--quiet", "--junit", junit.string()}).code, 0);
+    EXPECT_NE(read_text(junit).find("<system-out>warning: prefix caching found nothing to reuse: none of the 2 requests"), std::string::npos)
+        << read_text(junit);
     const nlohmann::json one = run_json(toy_scenario("one", nlohmann::json::array({request(0, 48, {1, 2, 3})})), "validated");
     EXPECT_TRUE(one["warnings"].empty()) << one["warnings"].dump();
 }

@@ -46,6 +46,7 @@ struct CaseResult {
     std::string policy_tag;  // "[POLICY]" when a scenario runs under several policies
     std::string path;
     std::vector<std::string> failures;
+    std::vector<std::string> warnings;  // the messages of report.json's warnings
     std::string error;  // bad input
     std::string reproduce;
     std::string policy;
@@ -194,8 +195,9 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
     else if (!args.quiet) print_summary(report, stdout);
     if (!args.json && !args.quiet && scenario.steps_mode)
         for (const auto& [name, message] : result.metrics.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
+    for (const auto& w : report["warnings"]) c.warnings.push_back(w["message"].get<std::string>());
     if (!args.quiet)
-        for (const auto& w : report["warnings"]) std::fprintf(info, "warning: %s\n", w["message"].get<std::string>().c_str());
+        for (const std::string& w : c.warnings) std::fprintf(info, "warning: %s\n", w.c_str());
     for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s%s: %s\n", c.name.c_str(), c.policy_tag.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
     if (!counterexample_note.empty()) std::fprintf(info, "%s\n", counterexample_note.c_str());
@@ -245,6 +247,11 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
             for (const std::string& f : c.failures) text += f + "\n";
             x << "    <failure message=\"" << xml_escape(c.failures.front()) << "\">" << xml_escape(text)
               << "reproduce: " << xml_escape(c.reproduce) << "</failure>\n";
+        }
+        if (!c.warnings.empty()) {
+            std::string text;
+            for (const std::string& w : c.warnings) text += "warning: " + w + "\n";
+            x << "    <system-out>" << xml_escape(text) << "</system-out>\n";
         }
         x << "  </testcase>\n";
     }
