@@ -309,7 +309,7 @@ private:
     void count_sources(std::uint32_t r) {
         const model::Request& q = world_.requests[r];
         if (!tracking_[r].loaded) {
-            metrics_.reused_by_source[0] += q.resume_len;
+            metrics_.reused_by_source[kFromGpu] += q.resume_len;
             return;
         }
         const std::uint32_t uid_plus_1 = tracking_[r].uid + 1;
@@ -324,9 +324,9 @@ private:
         const std::uint64_t disk = covered(ranges[1]);
         ranges[1].insert(ranges[1].end(), ranges[0].begin(), ranges[0].end());
         const std::uint64_t loaded = covered(ranges[1]);
-        metrics_.reused_by_source[2] += disk;
-        metrics_.reused_by_source[1] += loaded - disk;
-        metrics_.reused_by_source[0] += q.resume_len - loaded;
+        metrics_.reused_by_source[kFromDisk] += disk;
+        metrics_.reused_by_source[kFromHost] += loaded - disk;
+        metrics_.reused_by_source[kFromGpu] += q.resume_len - loaded;
     }
 
     // Tokens in the union of the ranges (sorted in place).
@@ -519,7 +519,7 @@ private:
     const bool tier_failures_ = s_.host.failure_ppm > 0 || s_.disk.failure_ppm > 0;
     std::vector<std::uint8_t> io_tier_;  // the tier each load (with tier failures, each I/O op) runs on: 0 host, 1 disk
     std::vector<LoadMark> loaded_;       // by segment id: the last completed load of it for a request
-    std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2> source_ranges_;  // count_sources' scratch
+    std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2> source_ranges_;  // count_sources' scratch, by tier (0 host, 1 disk)
     std::vector<std::uint8_t> hung_;     // F2 timeout: the I/O ops that hang until their timeout (1)
     FaultInjector faults_;
     Timeline timeline_;

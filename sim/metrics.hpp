@@ -74,6 +74,7 @@ private:
 
 // Where a read's resumed tokens were when the request looked up (`reused_tokens_by_source`).
 inline constexpr std::array<const char*, 3> kReuseSources{"gpu", "host", "disk"};
+inline constexpr std::size_t kFromGpu = 0, kFromHost = 1, kFromDisk = 2;  // indices of kReuseSources
 
 // A finding about the run as a whole that no invariant covers: prefix caching that did nothing
 // or little (docs/metrics.md, *Warnings*). `code` is stable; `message` says why, with figures.
