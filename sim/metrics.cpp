@@ -122,7 +122,7 @@ nlohmann::json series_json(const Series& series) {
 std::string counted(std::uint64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
 
 // Why hash hits were not resumed, in a clause: the grain when it cut at least half of what was
-// recomputed, else the most frequent miss reason.
+// recomputed, else the miss reason that cut the most tokens, else the most frequent one.
 std::string why_not_resumed(const Metrics& m) {
     if (m.recomputed_tokens > 0 && m.trimmed_tokens * 2 >= m.recomputed_tokens)
         return std::to_string(m.trimmed_tokens) + " of the " + std::to_string(m.recomputed_tokens) +
