@@ -57,6 +57,11 @@ Derived derive(const ModelConfig& config) {
         const std::uint32_t usual = g.kind == GroupKind::full ? g.segment_tokens : g.block_tokens;
         d.group_bytes.push_back({usual, segment_bytes(g, usual), std::uint64_t{g.bytes_per_token_layer} * g.layers,
                                  g.kind == GroupKind::linear});
+        const GroupBytes& b = d.group_bytes.back();
+        const std::uint64_t least = g.kind == GroupKind::full && g.segment_tokens > g.block_tokens
+                                        ? std::min(b.usual_bytes, b.raw_bytes_per_token * g.block_tokens)
+                                        : b.usual_bytes;
+        d.min_entry_bytes = d.group_bytes.size() == 1 ? least : std::min(d.min_entry_bytes, least);
         d.lcm_tokens = std::lcm(d.lcm_tokens, g.block_tokens);
         d.min_block_tokens = std::min(d.min_block_tokens, g.block_tokens);
         const Form form = primary_form(g);

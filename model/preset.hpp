@@ -77,6 +77,9 @@ struct Derived {
     std::array<std::uint64_t, kFormCount> bytes_per_token_by_form{};  // summed over layers
     std::array<bool, kFormCount> form_present{};
     std::vector<GroupBytes> group_bytes;  // per group, in config order
+    // The fewest bytes an entry that holds any occupies (World::bytes_of): one unit of a group,
+    // or one tail block. Only parts of shed window extents hold fewer, none at all.
+    std::uint64_t min_entry_bytes = 0;
 };
 Derived derive(const ModelConfig& config);
 

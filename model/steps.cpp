@@ -312,6 +312,14 @@ bool read_in_flight(const World& w) {
 
 }  // namespace
 
+bool may_offload_from(const World& w, std::size_t list) {
+    if (w.disk_used_bytes <= w.limits.disk_capacity_bytes &&
+        w.limits.disk_capacity_bytes - w.disk_used_bytes >= w.derived.min_entry_bytes)
+        return true;
+    const auto g = static_cast<std::uint8_t>(list / 2);  // World::lru_list: two lists a group, tails second
+    return list % 2 == 0 && w.group(g).kind == GroupKind::swa && w.extent_units[g] > 1;
+}
+
 bool is_fault(StepKind kind) { return kind >= StepKind::io_fail && kind != StepKind::io_complete; }
 
 StepTarget target_of(StepKind kind) {

@@ -395,6 +395,7 @@ private:
         const auto target = static_cast<std::uint64_t>(s_.offload_watermark * static_cast<double>(s_.gpu_budget_bytes));
         std::uint64_t used = world_.gpu_used_bytes;
         for (std::size_t list = 0; list < world_.lru_head.size() && used > target; ++list) {
+            if (!model::may_offload_from(world_, list)) continue;
             for (std::uint32_t id = world_.lru_head[list]; id != model::kNone && used > target;) {
                 const std::uint32_t next = world_.segments[id].lru_next;
                 const Step st{StepKind::offload, id, 0};

@@ -3,6 +3,7 @@
 // invariant checked (structural checks on) and asserts what the entries look like and what a
 // reader of part of an extent reads. The property tests (tests/model_property_test.cpp) and the
 // `extents` explorer scope (tests/checker_test.cpp) cover them at random and exhaustively.
+#include "model/alloc.hpp"
 #include "tests/model_fixtures.hpp"
 
 using namespace kvcheck::model;
@@ -168,6 +169,58 @@ TEST(Extents, AWindowExtentShedsTheBlocksNoResumeReads) {
 
     const LookupResult r = lookup_step(w, reader);
     EXPECT_EQ(r.resume_len, 768u) << "1,023 tokens resume at the last grain point a kept window and a whole prefix allow";
+}
+
+// A part of a shed window extent that keeps no block holds no bytes; every other entry holds at
+// least Derived::min_entry_bytes. So a host/disk tier with less room than that can take only
+// such parts, which only the window group's eviction list holds (may_offload_from): the
+// simulator's offloader then walks that list alone.
+TEST(Extents, ATierWithoutRoomTakesOnlyEntriesHoldingNoBytes) {
+    Limits limits;
+    limits.extent_tokens = 4096;
+    World w(std::make_shared<ModelConfig>(*find_preset("deepseek-v4")), find_policy("validated")->defenses, limits,
+            Rollout::cross_request);
+    constexpr std::uint8_t kDsSwa = 2;
+    const std::uint32_t a = add(w, 1, ids(64), 1024, 0);
+    prefill(w, a);
+    ok(w, StepKind::finish, a);
+    const std::uint32_t passed = seg(w, kDsSwa, 0, 768);
+    ASSERT_NE(passed, kNone);
+    ASSERT_TRUE(w.segments[passed].shed) << "the situation: it keeps the blocks before 256, 512 and 768";
+    // [256, 384) holds none of the kept blocks (those end at 192, 256, 448, 512, 704, 768).
+    const std::uint32_t rest = split_segment(w, passed, 256);
+    ASSERT_NE(rest, kNone);
+    ASSERT_NE(split_segment(w, rest, 384), kNone);
+    ASSERT_EQ(seg(w, kDsSwa, 256, 384), rest);
+    EXPECT_EQ(w.bytes_of(w.segments[rest]), 0u);
+
+    std::uint64_t least = ~std::uint64_t{0};
+    for (const Segment& s : w.segments)
+        if (s.live && w.bytes_of(s) > 0) least = std::min(least, w.bytes_of(s));
+    EXPECT_GE(least, w.derived.min_entry_bytes);
+    // The offloads enabled now, by eviction list.
+    const auto offloadable = [&] {
+        std::vector<std::size_t> lists(w.lru_head.size());
+        for (std::uint32_t id = 0; id < w.segments.size(); ++id)
+            if (enabled(w, {StepKind::offload, id, 0})) ++lists[World::lru_list(w.segments[id])];
+        return lists;
+    };
+    const std::size_t window_list = World::lru_list(w.segments[rest]);
+    const std::vector<std::size_t> with_room = offloadable();
+    for (std::size_t list = 0; list < with_room.size(); ++list) EXPECT_TRUE(may_offload_from(w, list));
+    ASSERT_GT(std::count_if(with_room.begin(), with_room.end(), [](std::size_t n) { return n > 0; }), 1)
+        << "entries of several lists can go while the tier has room";
+
+    w.limits.disk_capacity_bytes = w.disk_used_bytes + w.derived.min_entry_bytes - 1;
+    const std::vector<std::size_t> full = offloadable();
+    for (std::size_t list = 0; list < full.size(); ++list) {
+        EXPECT_EQ(may_offload_from(w, list), list == window_list) << "list " << list;
+        if (list != window_list) {
+            EXPECT_EQ(full[list], 0u) << "list " << list;
+        }
+    }
+    EXPECT_EQ(full[window_list], 1u) << "only the part that holds nothing still fits";
+    EXPECT_TRUE(enabled(w, {StepKind::offload, rest, 0}));
 }
 
 // resumable_blocks counts in closed form what window_block_resumable says block by block, for

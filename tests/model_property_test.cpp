@@ -293,6 +293,17 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
             run.violated = true;
             return run;
         }
+        // The simulator's offloader skips the lists model::may_offload_from rules out when the
+        // host/disk tier has less room than Derived::min_entry_bytes: only parts of shed window
+        // extents, which hold nothing, may hold less.
+        if (watch.empty() && std::any_of(world.segments.begin(), world.segments.end(), [&](const model::Segment& s) {
+                return s.live && world.bytes_of(s) < world.derived.min_entry_bytes &&
+                       !(world.bytes_of(s) == 0 && s.shed && !s.is_tail && world.group(s.group).kind == model::GroupKind::swa);
+            })) {
+            run.violations.push_back({"min_entry_bytes", "an entry that is no shed window part holds fewer bytes than Derived::min_entry_bytes"});
+            run.violated = true;
+            return run;
+        }
         if (step.kind == StepKind::read && world.requests[step.target].resume_len > 0) ++run.resumed_reads;
         if (model::is_fault(step.kind)) ++faults[static_cast<std::size_t>(actor_of(step.kind))];
         if (sim::is_background(step.kind)) ++background;
