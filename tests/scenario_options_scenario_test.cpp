@@ -1,6 +1,7 @@
 // Scenario options beyond the catalogue, through the real kvcheck binary: `run --expected-policies`,
 // faults aimed at a request (`at_request`), the F2 `mode`, the F5 `change` and F6/F10 `action`, storage tiers'
-// `failure_ppm`, the shrunk counterexample.json a failing run leaves, and the miss reasons the text output lists.
+// `failure_ppm`, the shrunk counterexample.json a failing run leaves, the miss reasons the text output lists, and
+// what a read of a segment evicted before it breaks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,6 +85,25 @@ TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
     bool request_40 = false;
     for (const auto& c : broken["corruption_examples"]) request_40 = request_40 || c["request"] == 40;
     EXPECT_TRUE(request_40) << broken["corruption_examples"].dump(2);
+}
+
+// Proves: a read of a segment that was evicted between validation and read breaks RL3 (and the
+// oracle's OR1) and nothing else: when the segment's id has gone to another group's segment by
+// the read, its layout and index version are not judged against that other record (no VL2_layout
+// or FM4_index_version reports on top of each RL3 one).
+TEST(FaultTargets, EvictionBeforeReadBreaksRl3Only) {
+    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
+    for (const std::string policy : {"no-revalidate", "no-pin"}) {
+        const Outcome o = kvcheck({"run", source.string(), "--policy", policy, "--json", "--quiet"});
+        ASSERT_TRUE(o.code == 0 || o.code == 1) << o.all();
+        const nlohmann::json report = nlohmann::json::parse(o.out);
+        std::map<std::string, int> broken;
+        for (const auto& [name, count] : report["invariant_violations"].items())
+            if (count.get<int>() > 0) broken[name] = count.get<int>();
+        ASSERT_GT(broken.count("RL3_toctou"), 0u) << policy << ": " << report["invariant_violations"];
+        EXPECT_EQ(broken.size(), 2u) << policy << ": " << report["invariant_violations"];
+        EXPECT_EQ(broken.count("OR1_ground_truth"), 1u) << policy;
+    }
 }
 
 // Proves: a run that fails by violating an invariant leaves DIR/counterexample.json, a scenario
