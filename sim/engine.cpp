@@ -245,7 +245,6 @@ private:
                 if (s_.samples > 1 && q.spec->sample == 0) schedule(now_, EventKind::fork, r, 0);
                 const std::uint32_t out_tokens = q.spec->output_tokens;
                 if (out_tokens > 0) {
-                    faults_.during_decode(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
                     schedule(now_ + static_cast<std::uint64_t>(out_tokens * s_.decode_ms_per_token * 1e6), EventKind::step, r,
                              static_cast<std::uint32_t>(StepKind::decode));
                 } else {
@@ -254,6 +253,9 @@ private:
                 break;
             }
             case StepKind::decode:
+                // The slide let go of the blocks the window passed; the graph captured over them
+                // lives until finish.
+                faults_.after_decode(r, [&](const Step& st, FaultClass f) { return inject(st, f); });
                 schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::finish));
                 break;
             case StepKind::finish:

@@ -98,14 +98,7 @@ void FaultInjector::global(FaultClass fault, FaultAction action, const Inject& i
             else inject({StepKind::change_layout, model::primary_group(world_), 0}, fault);
             break;
         }
-        case FaultClass::F10: {
-            const StepKind kind = action == FaultAction::evict     ? StepKind::evict
-                                  : action == FaultAction::offload ? StepKind::offload
-                                                                   : StepKind::migrate;
-            for (std::uint32_t head : world_.lru_head)
-                if (head != kNone && inject({kind, head, 0}, fault)) break;
-            break;
-        }
+        case FaultClass::F10: under_graph(kNone, action, inject); break;
         case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, inject); break;
         default: armed_[slot_of(fault, action)].push_back(action); break;  // waits for its next opportunity
     }
@@ -174,8 +167,30 @@ void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {
         if (const std::optional<FaultAction> action = roll(f, request)) aim(f, *action, world_.requests[request].plan, inject);
 }
 
-void FaultInjector::during_decode(std::uint32_t request, const Inject& inject) {
-    if (const std::optional<FaultAction> action = roll(FaultClass::F10, request)) global(FaultClass::F10, *action, inject);
+void FaultInjector::after_decode(std::uint32_t request, const Inject& inject) {
+    if (const std::optional<FaultAction> action = roll(FaultClass::F10, request)) under_graph(request, *action, inject);
+}
+
+// F10: the first segment a live captured graph references that the action can act on, `request`'s
+// graph first, then the others in request order; else the least recently used segment of the
+// first eviction list whose head it can act on. A pinned segment is out of reach (only a
+// decode's slide lets go of captured blocks while the graph lives), and so is every captured one
+// while the graph guard stands.
+void FaultInjector::under_graph(std::uint32_t request, FaultAction action, const Inject& inject) {
+    const StepKind kind = action == FaultAction::evict     ? StepKind::evict
+                          : action == FaultAction::offload ? StepKind::offload
+                                                           : StepKind::migrate;
+    const auto hits_graph = [&](std::uint32_t r) {
+        if (r >= world_.graphs.size() || !world_.graphs[r].live) return false;
+        for (const model::GraphRef& ref : world_.graphs[r].refs)
+            if (inject({kind, ref.segment, 0}, FaultClass::F10)) return true;
+        return false;
+    };
+    if (hits_graph(request)) return;
+    for (std::uint32_t r = 0; r < world_.graphs.size(); ++r)
+        if (r != request && hits_graph(r)) return;
+    for (std::uint32_t head : world_.lru_head)
+        if (head != kNone && inject({kind, head, 0}, FaultClass::F10)) return;
 }
 
 StepKind FaultInjector::io_outcome(const model::IoOp& op) {

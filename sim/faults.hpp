@@ -30,7 +30,7 @@ public:
 
     void before_lookup(std::uint32_t request, const Inject& inject);  // F1, F3, F8, F11
     void after_lookup(std::uint32_t request, const Inject& inject);   // F6, F7
-    void during_decode(std::uint32_t request, const Inject& inject);  // F10
+    void after_decode(std::uint32_t request, const Inject& inject);   // F10
     model::StepKind io_outcome(const model::IoOp& op);                // F2 (error or partial), F9
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
     // F2 timeout, at a transfer's start: how long until the hung transfer fails (0: it does not hang).
@@ -62,6 +62,7 @@ private:
     FaultAction rate_action(std::size_t slot);
     void aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
     void global(FaultClass fault, FaultAction action, const Inject& inject);
+    void under_graph(std::uint32_t request, FaultAction action, const Inject& inject);
     void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, const Inject& inject) const;
 
     const model::World& world_;

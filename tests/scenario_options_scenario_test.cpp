@@ -221,6 +221,31 @@ TEST(FaultActions, ChangeAndActionChooseTheStep) {
     check_validated(offload10, "F10");
 }
 
+// Proves: F10 reaches what a live captured graph references. On gpt-oss-120b (SWA layers whose
+// decode slides its window), F10 alone breaks RL4 under no-graph-guard, which keeps RL4 without
+// it: a firing after a decode step moves a block the slide let go of under the request's graph.
+// validated keeps RL4 under the same firings.
+TEST(FaultTargets, F10ReachesWhatACapturedGraphReferences) {
+    const fs::path source = kSourceDir / "scenarios" / "preset-gpt-oss-120b.json";
+    nlohmann::json doc = read_json(source);
+    doc.erase("expect");
+    doc["faults"] = nlohmann::json::array({{{"fault", "F10"}, {"rate_ppm", 100000}}});
+    const fs::path f10 = relocated_copy(source, doc, "f10-reach");
+    doc["faults"] = nlohmann::json::array();
+    const fs::path none = relocated_copy(source, doc, "f10-reach-none");
+    const auto rl4 = [](const fs::path& file, const std::string& policy) {
+        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+        const nlohmann::json r = nlohmann::json::parse(o.out);
+        return std::make_pair(r["invariant_violations"]["RL4_graph_topology"].get<int>(), r["faults_injected"].value("F10", 0));
+    };
+    EXPECT_EQ(rl4(none, "no-graph-guard").first, 0);
+    const auto [broken, fired] = rl4(f10, "no-graph-guard");
+    EXPECT_GT(fired, 0);
+    EXPECT_GT(broken, 0);
+    EXPECT_EQ(rl4(f10, "validated").first, 0);
+}
+
 namespace {
 
 // fault-f2-load-failure.json with other faults and no expectations, written apart as `tag`.

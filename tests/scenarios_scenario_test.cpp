@@ -33,11 +33,8 @@ namespace {
 // Expectations under these (file, policy) pairs are not caused by the file's fault alone, so the
 // "damage disappears without the fault" test leaves them out; docs/scenarios.md says why.
 //  - registered-is-resident reads on-disk pages whether or not a load is late (F4 widens it).
-//  - the simulator's F10 never reaches a graph-referenced segment; no-graph-guard breaks RL4 in
-//    that scenario through rolling tails freed during decode.
 const std::set<std::pair<std::string, std::string>> kNotFaultSpecific = {
     {"fault-f4-late-io", "registered-is-resident"},
-    {"fault-f10-migration-under-graph", "no-graph-guard"},
 };
 
 // A message when the scenario replays a public trace that tools/fetch-traces has not fetched.
