@@ -16,6 +16,30 @@
 
 #include "tests/cli_fixtures.hpp"
 
+namespace {
+
+// scenarios/FILE with these faults and no expectations, written apart as `tag`.
+fs::path fault_variant(const std::string& file, const nlohmann::json& faults, const std::string& tag) {
+    const fs::path source = kSourceDir / "scenarios" / file;
+    nlohmann::json doc = read_json(source);
+    doc.erase("expect");
+    doc["faults"] = faults;
+    return relocated_copy(source, doc, tag);
+}
+
+fs::path f2_variant(const nlohmann::json& faults, const std::string& tag) {
+    return fault_variant("fault-f2-load-failure.json", faults, tag);
+}
+
+// The report.json of a run of `file` under `policy`, which exits 0 or 1 (expectations aside).
+nlohmann::json policy_report(const fs::path& file, const std::string& policy) {
+    const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+    EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+    return nlohmann::json::parse(o.out);
+}
+
+}  // namespace
+
 // Proves: `run --expected-policies` judges every policy the expect block names, not only the
 // scenario's own: a naive expectation that cannot hold passes a plain run (exit 0) and fails this
 // one (exit 1) with a FAIL line and a reproduce command for that policy, one JUnit case per
@@ -63,24 +87,15 @@ TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
 // aimed at request 40 of the F6 scenario's trace is injected once; validated revalidates and stays
 // clean; no-revalidate, which reads nothing wrong without the fault, corrupts request 40's read.
 TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
-    nlohmann::json doc = read_json(source);
-    doc["expect"] = nlohmann::json::object();
-    doc["faults"] = nlohmann::json::array({{{"fault", "F6"}, {"at_request", 40}}});
-    const fs::path aimed = relocated_copy(source, doc, "at-request");
-    doc["faults"] = nlohmann::json::array();
-    const fs::path none = relocated_copy(source, doc, "at-request-none");
-    const auto report = [](const fs::path& file, const std::string& policy) {
-        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
-        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
-        return nlohmann::json::parse(o.out);
-    };
-    const nlohmann::json validated = report(aimed, "validated");
+    const std::string f6 = "fault-f6-evict-before-read.json";
+    const fs::path aimed = fault_variant(f6, {{{"fault", "F6"}, {"at_request", 40}}}, "at-request");
+    const fs::path none = fault_variant(f6, nlohmann::json::array(), "at-request-none");
+    const nlohmann::json validated = policy_report(aimed, "validated");
     EXPECT_EQ(validated["faults_injected"].value("F6", 0), 1) << validated["faults_injected"];
     EXPECT_GE(validated["stale_revalidations"].get<int>(), 1);
     EXPECT_EQ(validated["silent_corruptions"].get<int>(), 0);
-    EXPECT_EQ(report(none, "no-revalidate")["silent_corruptions"].get<int>(), 0);
-    const nlohmann::json broken = report(aimed, "no-revalidate");
+    EXPECT_EQ(policy_report(none, "no-revalidate")["silent_corruptions"].get<int>(), 0);
+    const nlohmann::json broken = policy_report(aimed, "no-revalidate");
     EXPECT_EQ(broken["faults_injected"].value("F6", 0), 1);
     bool request_40 = false;
     for (const auto& c : broken["corruption_examples"]) request_40 = request_40 || c["request"] == 40;
@@ -181,43 +196,34 @@ TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
 // every action.
 TEST(FaultActions, ChangeAndActionChooseTheStep) {
     const auto scenario = [](const std::string& file, const nlohmann::json& fault, const std::string& tag) {
-        const fs::path source = kSourceDir / "scenarios" / file;
-        nlohmann::json doc = read_json(source);
-        doc.erase("expect");
-        doc["faults"] = nlohmann::json::array({fault});
-        return relocated_copy(source, doc, tag);
-    };
-    const auto report = [](const fs::path& file, const std::string& policy) {
-        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
-        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
-        return nlohmann::json::parse(o.out);
+        return fault_variant(file, nlohmann::json::array({fault}), tag);
     };
     const auto violations = [](const nlohmann::json& r, const char* name) { return r["invariant_violations"][name].get<int>(); };
     const auto check_validated = [&](const fs::path& file, const char* fault) {
-        const nlohmann::json r = report(file, "validated");
+        const nlohmann::json r = policy_report(file, "validated");
         EXPECT_GT(r["faults_injected"].value(fault, 0), 0) << file;
         EXPECT_EQ(r["silent_corruptions"].get<int>(), 0) << file;
     };
     const std::string f5 = "fault-f5-version-change.json";
     const fs::path layout = scenario(f5, {{"fault", "F5"}, {"rate_ppm", 20000}, {"change", "layout"}}, "f5-layout");
     const fs::path weights = scenario(f5, {{"fault", "F5"}, {"rate_ppm", 20000}, {"change", "weights"}}, "f5-weights");
-    EXPECT_GT(violations(report(layout, "no-layout-check"), "VL2_layout"), 0);
-    EXPECT_EQ(violations(report(weights, "no-layout-check"), "VL2_layout"), 0);
+    EXPECT_GT(violations(policy_report(layout, "no-layout-check"), "VL2_layout"), 0);
+    EXPECT_EQ(violations(policy_report(weights, "no-layout-check"), "VL2_layout"), 0);
     check_validated(layout, "F5");
     check_validated(weights, "F5");
 
     const std::string f6 = "fault-f6-evict-before-read.json";
     const fs::path migrate6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "migrate"}}, "f6-migrate");
     const fs::path offload6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "offload"}}, "f6-offload");
-    EXPECT_GT(violations(report(migrate6, "no-revalidate"), "RL3_toctou"), 0);
+    EXPECT_GT(violations(policy_report(migrate6, "no-revalidate"), "RL3_toctou"), 0);
     check_validated(migrate6, "F6");
     check_validated(offload6, "F6");
 
     const std::string f10 = "fault-f10-migration-under-graph.json";
     const fs::path offload10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}, {"action", "offload"}}, "f10-offload");
     const fs::path migrate10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}}, "f10-migrate");
-    EXPECT_GT(violations(report(offload10, "registered-is-resident"), "FM5_resident"), 0);
-    EXPECT_EQ(violations(report(migrate10, "registered-is-resident"), "FM5_resident"), 0);
+    EXPECT_GT(violations(policy_report(offload10, "registered-is-resident"), "FM5_resident"), 0);
+    EXPECT_EQ(violations(policy_report(migrate10, "registered-is-resident"), "FM5_resident"), 0);
     check_validated(offload10, "F10");
 }
 
@@ -226,38 +232,16 @@ TEST(FaultActions, ChangeAndActionChooseTheStep) {
 // it: a firing after a decode step moves a block the slide let go of under the request's graph.
 // validated keeps RL4 under the same firings.
 TEST(FaultTargets, F10ReachesWhatACapturedGraphReferences) {
-    const fs::path source = kSourceDir / "scenarios" / "preset-gpt-oss-120b.json";
-    nlohmann::json doc = read_json(source);
-    doc.erase("expect");
-    doc["faults"] = nlohmann::json::array({{{"fault", "F10"}, {"rate_ppm", 100000}}});
-    const fs::path f10 = relocated_copy(source, doc, "f10-reach");
-    doc["faults"] = nlohmann::json::array();
-    const fs::path none = relocated_copy(source, doc, "f10-reach-none");
-    const auto rl4 = [](const fs::path& file, const std::string& policy) {
-        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
-        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
-        const nlohmann::json r = nlohmann::json::parse(o.out);
-        return std::make_pair(r["invariant_violations"]["RL4_graph_topology"].get<int>(), r["faults_injected"].value("F10", 0));
-    };
-    EXPECT_EQ(rl4(none, "no-graph-guard").first, 0);
-    const auto [broken, fired] = rl4(f10, "no-graph-guard");
-    EXPECT_GT(fired, 0);
-    EXPECT_GT(broken, 0);
-    EXPECT_EQ(rl4(f10, "validated").first, 0);
+    const std::string preset = "preset-gpt-oss-120b.json";
+    const fs::path f10 = fault_variant(preset, {{{"fault", "F10"}, {"rate_ppm", 100000}}}, "f10-reach");
+    const fs::path none = fault_variant(preset, nlohmann::json::array(), "f10-reach-none");
+    const auto rl4 = [](const nlohmann::json& r) { return r["invariant_violations"]["RL4_graph_topology"].get<int>(); };
+    EXPECT_EQ(rl4(policy_report(none, "no-graph-guard")), 0);
+    const nlohmann::json broken = policy_report(f10, "no-graph-guard");
+    EXPECT_GT(broken["faults_injected"].value("F10", 0), 0);
+    EXPECT_GT(rl4(broken), 0);
+    EXPECT_EQ(rl4(policy_report(f10, "validated")), 0);
 }
-
-namespace {
-
-// fault-f2-load-failure.json with other faults and no expectations, written apart as `tag`.
-fs::path f2_variant(const nlohmann::json& faults, const std::string& tag) {
-    const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
-    nlohmann::json doc = read_json(source);
-    doc.erase("expect");
-    doc["faults"] = faults;
-    return relocated_copy(source, doc, tag);
-}
-
-}  // namespace
 
 // Proves: "mode" chooses how F2 fails a transfer. "error" is the default: naming it changes no
 // byte of report.json. Under validated's load-length check a partial load is a failed load, so
@@ -266,25 +250,20 @@ fs::path f2_variant(const nlohmann::json& faults, const std::string& tag) {
 // that are not the ground truth (OR1), while every segment it reads is resident (FM5 holds).
 TEST(FaultActions, F2ModePartialCutsLoadsShort) {
     const auto scenario = f2_variant;
-    const auto report = [](const fs::path& file, const std::string& policy) {
-        const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
-        EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
-        return nlohmann::json::parse(o.out);
-    };
     const fs::path plain = scenario({{{"fault", "F2"}, {"rate_ppm", 600000}}}, "f2-plain");
     const fs::path error = scenario({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "error"}}}, "f2-error");
     const fs::path partial = scenario({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "partial"}}}, "f2-partial");
-    const nlohmann::json base = report(plain, "validated");
+    const nlohmann::json base = policy_report(plain, "validated");
     ASSERT_GT(base["load_failures"].get<int>(), 0);
-    EXPECT_EQ(report(error, "validated").dump(), base.dump());
-    const nlohmann::json caught = report(partial, "validated");
+    EXPECT_EQ(policy_report(error, "validated").dump(), base.dump());
+    const nlohmann::json caught = policy_report(partial, "validated");
     EXPECT_EQ(caught["final_state_hash"], base["final_state_hash"]);
     EXPECT_EQ(caught["faults_injected"]["F2"], base["faults_injected"]["F2"]);
     EXPECT_EQ(caught["load_failures"], base["load_failures"]);
     EXPECT_EQ(caught["silent_corruptions"].get<int>(), 0);
 
-    EXPECT_EQ(report(error, "trust-partial-load")["final_state_hash"], base["final_state_hash"]);
-    const nlohmann::json trusted = report(partial, "trust-partial-load");
+    EXPECT_EQ(policy_report(error, "trust-partial-load")["final_state_hash"], base["final_state_hash"]);
+    const nlohmann::json trusted = policy_report(partial, "trust-partial-load");
     EXPECT_GT(trusted["faults_injected"].value("F2", 0), 0);
     EXPECT_LT(trusted["load_failures"].get<int>(), base["load_failures"].get<int>()) << "partial loads now count as loads";
     EXPECT_GT(trusted["silent_corruptions"].get<int>(), 0);
