@@ -316,8 +316,8 @@ bool may_offload_from(const World& w, std::size_t list) {
     if (w.disk_used_bytes <= w.limits.disk_capacity_bytes &&
         w.limits.disk_capacity_bytes - w.disk_used_bytes >= w.derived.min_entry_bytes)
         return true;
-    const auto g = static_cast<std::uint8_t>(list / 2);  // World::lru_list: two lists a group, tails second
-    return list % 2 == 0 && w.group(g).kind == GroupKind::swa && w.extent_units[g] > 1;
+    const std::uint8_t g = World::lru_list_group(list);
+    return !World::lru_list_of_tails(list) && w.group(g).kind == GroupKind::swa && w.extent_units[g] > 1;
 }
 
 bool is_fault(StepKind kind) { return kind >= StepKind::io_fail && kind != StepKind::io_complete; }

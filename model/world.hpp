@@ -296,6 +296,9 @@ struct World {
     std::vector<std::uint32_t> lru_head;
     std::vector<std::uint32_t> lru_tail;
     static std::size_t lru_list(const Segment& s) { return std::size_t{s.group} * 2 + (s.is_tail ? 1 : 0); }
+    // The group whose entries eviction list `list` holds, and whether they are its tails.
+    static std::uint8_t lru_list_group(std::size_t list) { return static_cast<std::uint8_t>(list / 2); }
+    static bool lru_list_of_tails(std::size_t list) { return list % 2 == 1; }
 
     // Evidence counters for the cheap per-step checks; apply() clears them before each step.
     std::uint32_t moved_under_graph = 0;       // RL4: a graph-referenced segment was freed or moved
