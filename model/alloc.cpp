@@ -13,6 +13,7 @@ std::string_view eviction_cause_name(EvictionCause cause) {
         case EvictionCause::admission: return "admission";
         case EvictionCause::release: return "release";
         case EvictionCause::evict_step: return "evict_step";
+        case EvictionCause::tier_full: return "tier_full";
     }
     KV_UNREACHABLE("unknown eviction cause");
 }
@@ -125,35 +126,78 @@ bool is_evictable(const World& w, const Segment& s) {
 
 namespace {
 
+// Unlinks a segment from the list whose ends are head and tail.
+void unlink(World& w, std::uint32_t id, std::uint32_t& head, std::uint32_t& tail) {
+    Segment& s = w.segments[id];
+    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = s.lru_next;
+    else head = s.lru_next;
+    if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = s.lru_prev;
+    else tail = s.lru_prev;
+    s.lru_prev = s.lru_next = kNone;
+}
+
+void link_back(World& w, std::uint32_t id, std::uint32_t& head, std::uint32_t& tail) {
+    Segment& s = w.segments[id];
+    s.lru_prev = tail;
+    s.lru_next = kNone;
+    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = id;
+    else head = id;
+    tail = id;
+}
+
+// Takes a segment out of the eviction list that holds it: its group's when it holds a GPU slot
+// (only resident entries are GPU candidates), else the host/disk tier's.
 void lru_remove(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (!s.in_lru) return;
-    const std::size_t f = World::lru_list(s);
-    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = s.lru_next;
-    else w.lru_head[f] = s.lru_next;
-    if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = s.lru_prev;
-    else w.lru_tail[f] = s.lru_prev;
-    s.lru_prev = s.lru_next = kNone;
+    if (s.slot != kNone) {
+        const std::size_t f = World::lru_list(s);
+        unlink(w, id, w.lru_head[f], w.lru_tail[f]);
+    } else {
+        unlink(w, id, w.disk_lru_head, w.disk_lru_tail);
+    }
     s.in_lru = false;
 }
 
-void lru_push_back(World& w, std::uint32_t id) {
-    Segment& s = w.segments[id];
-    const std::size_t f = World::lru_list(s);
-    s.lru_prev = w.lru_tail[f];
-    s.lru_next = kNone;
-    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = id;
-    else w.lru_head[f] = id;
-    w.lru_tail[f] = id;
-    s.in_lru = true;
+// An entry whose only copy sits on the host/disk tier, which the tier may drop for room.
+bool in_tier_list(const World& w, const Segment& s) {
+    return w.limits.tier_eviction && s.live && s.stage == Stage::on_disk && s.pins == 0;
 }
 
 }  // namespace
 
 void refresh_evictable(World& w, std::uint32_t id) {
-    const bool candidate = is_evictable(w, w.segments[id]);
-    if (candidate && !w.segments[id].in_lru) lru_push_back(w, id);
-    else if (!candidate) lru_remove(w, id);
+    Segment& s = w.segments[id];
+    const bool gpu = is_evictable(w, s);
+    const bool tier = !gpu && in_tier_list(w, s);
+    if (!gpu && !tier) {
+        lru_remove(w, id);
+    } else if (!s.in_lru) {
+        if (gpu) link_back(w, id, w.lru_head[World::lru_list(s)], w.lru_tail[World::lru_list(s)]);
+        else link_back(w, id, w.disk_lru_head, w.disk_lru_tail);
+        s.in_lru = true;
+    }
+}
+
+bool tier_has_room(const World& w, std::uint64_t bytes) {
+    if (w.disk_used_bytes + bytes <= w.limits.disk_capacity_bytes) return true;
+    if (!w.limits.tier_eviction) return false;
+    std::uint64_t used = w.disk_used_bytes;
+    for (std::uint32_t id = w.disk_lru_head; id != kNone; id = w.segments[id].lru_next) {
+        used -= w.bytes_of(w.segments[id]);
+        if (used + bytes <= w.limits.disk_capacity_bytes) return true;
+    }
+    return false;
+}
+
+void make_tier_room(World& w, std::uint64_t bytes, std::vector<Eviction>& evicted) {
+    while (w.disk_used_bytes + bytes > w.limits.disk_capacity_bytes) {
+        const std::uint32_t victim = w.disk_lru_head;
+        KV_ASSERT(victim != kNone, "make_tier_room without the room tier_has_room promised");
+        const Segment& v = w.segments[victim];
+        evicted.push_back({v.form, w.bytes_of(v), EvictionCause::tier_full, false});
+        free_segment(w, victim);
+    }
 }
 
 void touch(World& w, std::uint32_t id) {
@@ -215,6 +259,7 @@ bool admit_slot(World& w, std::uint32_t id, AdmissionLog* log) {
         if (log != nullptr) log->refused = true;
         return false;
     }
+    lru_remove(w, id);  // out of the tier's list before it holds a slot (lru_remove tells the lists apart so)
     Segment& s = w.segments[id];
     KV_ASSERT(s.slot == kNone, "admit_slot on a resident segment");
     s.slot = take_slot(w, s.form);
@@ -240,6 +285,7 @@ void free_segment(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     KV_ASSERT(s.live, "free_segment on a dead segment");
     unpublish(w, id);
+    lru_remove(w, id);
     release_slot(w, id);
     if (s.disk != kNone) {
         free_disk(w, s.disk);
@@ -266,6 +312,7 @@ void evict_segment(World& w, std::uint32_t id) {
     release_slot(w, id);
     s.stage = Stage::on_disk;
     ++s.epoch;
+    refresh_evictable(w, id);
 }
 
 void publish(World& w, std::uint32_t id) {
@@ -344,11 +391,11 @@ std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {
     w.gpu_used_bytes += kStateEntryBytes;
     if (s.published) publish(w, right);
     if (s.in_lru) {  // the new part is as old as the rest: right after it in its list
-        const std::size_t list = World::lru_list(r);
         r.lru_prev = id;
         r.lru_next = s.lru_next;
         if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = right;
-        else w.lru_tail[list] = right;
+        else if (s.slot != kNone) w.lru_tail[World::lru_list(r)] = right;
+        else w.disk_lru_tail = right;
         s.lru_next = right;
         r.in_lru = true;
     }

@@ -11,9 +11,10 @@ namespace kvcheck::model {
 
 // Why an entry left the table or the GPU: to make room (admission, for a new entry or a load),
 // released by its writer because no resume can read it (folded tails, SWA blocks that slid out,
-// duplicates, shed extents), or by an evict step (the explorer's evictor; faults F6, F7, F8, F10).
-enum class EvictionCause : std::uint8_t { admission, release, evict_step };
-inline constexpr int kEvictionCauseCount = 3;
+// duplicates, shed extents), by an evict step (the explorer's evictor; faults F6, F7, F8, F10), or
+// dropped from a full host/disk tier to take an offload (its only copy: Limits::tier_eviction).
+enum class EvictionCause : std::uint8_t { admission, release, evict_step, tier_full };
+inline constexpr int kEvictionCauseCount = 4;
 std::string_view eviction_cause_name(EvictionCause cause);
 
 struct Eviction {
@@ -71,8 +72,16 @@ void pin(World& w, std::uint32_t id);
 void unpin(World& w, std::uint32_t id);
 void touch(World& w, std::uint32_t id);
 
-// Keeps the eviction candidate sets in step with a segment's pins, stage and residency.
+// Keeps the eviction candidate sets in step with a segment's pins, stage and residency: the GPU's
+// lists, and with Limits::tier_eviction the host/disk tier's list.
 void refresh_evictable(World& w, std::uint32_t id);
+
+// Whether the host/disk tier can take `bytes` more: it has the room, or (Limits::tier_eviction)
+// dropping entries from the head of its eviction list would make it.
+bool tier_has_room(const World& w, std::uint64_t bytes);
+// Drops entries from the head of the tier's eviction list until `bytes` more fit, each its last
+// copy, logged in `evicted`. Needs tier_has_room(w, bytes).
+void make_tier_room(World& w, std::uint64_t bytes, std::vector<Eviction>& evicted);
 bool is_evictable(const World& w, const Segment& s);
 
 // Moves a resident segment to a fresh slot of its pool (compaction, F10).

@@ -187,7 +187,9 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     }
     // ST1: the index and the state table agree; the byte accounting adds up.
     std::uint64_t used = 0;
+    std::uint64_t disk_used = 0;
     std::uint32_t live = 0;
+    std::uint32_t tier_members = 0;
     // In a large index each lookup below misses the cache: fetch the cell kCheckAhead ids ahead.
     const bool fetch_ahead = w.index.cells() > kFetchAheadCells;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
@@ -199,6 +201,13 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         if (!s.live) continue;
         ++live;
         used += kStateEntryBytes + (s.slot != kNone ? w.bytes_of(s) : 0);
+        if (s.disk != kNone) disk_used += w.bytes_of(s);
+        const bool tier_listed = w.limits.tier_eviction && s.stage == Stage::on_disk && s.pins == 0;
+        if ((s.in_lru && s.slot == kNone) != tier_listed) {
+            fail("ST1_state_table", "segment " + std::to_string(id) + (tier_listed ? " is missing from" : " wrongly sits in") +
+                                        " the host/disk tier's eviction list");
+        }
+        tier_members += s.in_lru && s.slot == kNone ? 1 : 0;
         if (s.published && w.find(s.key, s.group, s.is_tail) != id)
             fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
         if (s.writer >= w.writers.size() || w.writers[s.writer].spec == nullptr)
@@ -211,6 +220,21 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     if (live != w.live_segments) fail("ST1_state_table", "live segment count drifted");
     if (used != w.gpu_used_bytes)
         fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " + std::to_string(used));
+    if (disk_used != w.disk_used_bytes)
+        fail("ST1_state_table", "host/disk bytes in use drifted: counted " + std::to_string(w.disk_used_bytes) + ", actual " +
+                                    std::to_string(disk_used));
+    if (w.disk_used_bytes > w.limits.disk_capacity_bytes)
+        fail("ST1_state_table", "the host/disk tier holds " + std::to_string(w.disk_used_bytes) + " bytes, over its capacity " +
+                                    std::to_string(w.limits.disk_capacity_bytes));
+    std::uint32_t walked = 0;
+    for (std::uint32_t id = w.disk_lru_head, prev = kNone; id != kNone && walked <= tier_members; id = w.segments[id].lru_next) {
+        if (!w.segments[id].in_lru || w.segments[id].slot != kNone || w.segments[id].lru_prev != prev) break;
+        prev = id;
+        ++walked;
+    }
+    if (walked != tier_members)
+        fail("ST1_state_table", "the host/disk tier's eviction list links " + std::to_string(walked) + " of its " +
+                                    std::to_string(tier_members) + " entries");
     // ST2: pins are exactly the holds requests keep.
     for (const Request& q : w.requests)
         for (std::uint32_t id : q.pinned) {

@@ -64,6 +64,10 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
         for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(label(id));
         a.add(kNone);
     }
+    if (w.limits.tier_eviction) {  // and which on-disk entries a full tier drops first
+        for (std::uint32_t id = w.disk_lru_head; id != kNone; id = w.segments[id].lru_next) a.add(label(id));
+        a.add(kNone);
+    }
     for (const Slot& s : w.slots) {
         a.add(s.content ^ s.address);
         a.add((label(s.owner) << 8) | s.label);

@@ -294,8 +294,7 @@ bool segment_enabled(const World& w, const Step& step) {
         case StepKind::evict: return is_evictable(w, s);
         case StepKind::offload:
             // The cheap tests first: the offloader asks this of every segment it walks past.
-            return s.stage == Stage::ready && s.disk == kNone && is_evictable(w, s) &&
-                   w.disk_used_bytes + w.bytes_of(s) <= w.limits.disk_capacity_bytes;
+            return s.stage == Stage::ready && s.disk == kNone && is_evictable(w, s) && tier_has_room(w, w.bytes_of(s));
         case StepKind::interrupt_eviction: return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
         case StepKind::skew_index: return s.stage == Stage::ready && s.form == Form::indexer_state && s.slot != kNone;
         case StepKind::migrate: return is_evictable(w, s) && s.stage == Stage::ready;
@@ -313,6 +312,7 @@ bool read_in_flight(const World& w) {
 }  // namespace
 
 bool may_offload_from(const World& w, std::size_t list) {
+    if (w.disk_lru_head != kNone) return true;  // the tier can drop an entry for room
     if (w.disk_used_bytes <= w.limits.disk_capacity_bytes &&
         w.limits.disk_capacity_bytes - w.disk_used_bytes >= w.derived.min_entry_bytes)
         return true;

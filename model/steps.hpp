@@ -75,8 +75,9 @@ bool enabled(const World& world, const Step& step);
 // Whether an offload of an entry of eviction list `list` (World::lru_list) can be enabled now.
 // Every entry holds at least Derived::min_entry_bytes except the parts of shed window extents
 // that keep no block, which hold none and only window groups' lists hold. So when the host/disk
-// tier has less room than that, only those lists can offer one: the simulator's offloader skips
-// the others, which a full tier would otherwise make it walk in full at every call.
+// tier has less room than that and nothing it may drop (Limits::tier_eviction), only those lists
+// can offer one: the simulator's offloader skips the others, which a full tier would otherwise
+// make it walk in full at every call.
 bool may_offload_from(const World& world, std::size_t list);
 StepOutcome apply(World& world, const Step& step);
 // apply() without its enabled() check, for a step enabled_steps has just offered for this same

@@ -38,9 +38,10 @@ std::uint8_t indexer_of(const World& w, std::uint8_t kv_group) {
 }
 
 void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
+    const std::uint64_t bytes = w.bytes_of(w.segments[id]);
+    make_tier_room(w, bytes, out.evicted);
     Segment& s = w.segments[id];
     s.disk = allocate_disk(w, id);
-    const std::uint64_t bytes = w.bytes_of(s);
     w.disk_used_bytes += bytes;
     w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += bytes;
     s.stage = Stage::offloading;
@@ -87,6 +88,7 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
                 release_slot(w, op.segment);
                 s.stage = Stage::on_disk;
                 ++s.epoch;
+                refresh_evictable(w, op.segment);
             }
         } else {
             free_disk(w, s.disk);
@@ -132,6 +134,7 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
     } else {
         release_slot(w, op.segment);
         s.stage = Stage::on_disk;
+        refresh_evictable(w, op.segment);
         q.load_failed = true;
     }
     if (q.pending_loads > 0 && --q.pending_loads == 0 && q.phase == Phase::waiting_io) q.phase = Phase::io_done;

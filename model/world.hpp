@@ -58,7 +58,7 @@ struct Segment {
     bool whole : 1 = true;         // every block of the segment intact
     bool live : 1 = false;         // entry in use
     bool is_tail : 1 = false;      // an uncompressed-tail block of a full group
-    bool in_lru : 1 = false;       // sits in its form's eviction list
+    bool in_lru : 1 = false;       // sits in an eviction list: its group's when resident, else the host/disk tier's
     bool shed : 1 = false;         // SWA extent: its writer let go and the blocks no resume reads are gone
     std::uint8_t extra_units = 0;  // units beyond the first: the entry covers extra_units + 1 units
     // A unit range another published entry already held when it was written: its writer uses it
@@ -237,6 +237,9 @@ struct Limits {
     std::uint64_t disk_capacity_bytes = 1ULL << 40;
     std::uint8_t max_lookups = 3;      // lookups per request before it gives up on the cache
     bool capture_graphs = true;        // decode runs as captured graphs (RL4 applies)
+    // A full host/disk tier drops its least recently offloaded on-disk entries to take an offload
+    // (World::disk_lru_head); without it a full tier refuses offloads.
+    bool tier_eviction = false;
     // Tokens one state-table entry may cover per group (docs/invariants.md, "Extents"): whole
     // units in chunks aligned to multiples of the span, which is cut down to a multiple of the
     // LCM grain and the unit and to kExtentUnitsMax units; 0 (or too few tokens) is one entry a unit.
@@ -299,6 +302,11 @@ struct World {
     // The group whose entries eviction list `list` holds, and whether they are its tails.
     static std::uint8_t lru_list_group(std::size_t list) { return static_cast<std::uint8_t>(list / 2); }
     static bool lru_list_of_tails(std::size_t list) { return list % 2 == 1; }
+    // With Limits::tier_eviction, the host/disk tier's own eviction list: the entries whose only
+    // copy is there (on disk, no transfer in flight, unpinned), least recently offloaded first,
+    // threaded through the same links (such an entry holds no GPU slot, so it is in no GPU list).
+    std::uint32_t disk_lru_head = kNone;
+    std::uint32_t disk_lru_tail = kNone;
 
     // Evidence counters for the cheap per-step checks; apply() clears them before each step.
     std::uint32_t moved_under_graph = 0;       // RL4: a graph-referenced segment was freed or moved

@@ -120,6 +120,7 @@ private:
         l.disk_capacity_bytes = s.host.capacity_bytes + s.disk.capacity_bytes;
         l.capture_graphs = s.capture_graphs;
         l.extent_tokens = s.extent_tokens;
+        l.tier_eviction = s.tier_eviction;
         return l;
     }
 

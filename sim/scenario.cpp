@@ -163,6 +163,7 @@ void parse_storage(const nlohmann::json& value, Scenario& s, Problems& problems)
     s.offload = f.flag("offload", s.offload);
     s.offload_watermark = f.number("offload_watermark", s.offload_watermark, 0.05, 1.0);
     s.extent_tokens = static_cast<std::uint32_t>(f.unsigned_number("extent_tokens", s.extent_tokens, 0, 1 << 20));
+    s.tier_eviction = f.choice("tier_eviction", s.tier_eviction ? "lru" : "none", {"lru", "none"}) == "lru";
     f.finish();
 }
 

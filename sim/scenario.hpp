@@ -85,6 +85,7 @@ struct Scenario {
     bool offload = true;                   // spill cold blocks to host/disk instead of dropping them
     double offload_watermark = 0.9;        // start offloading above this share of the GPU budget
     std::uint32_t extent_tokens = 0;       // tokens one state-table entry may cover (model::Limits)
+    bool tier_eviction = true;             // a full host/disk tier drops its coldest on-disk entries (model::Limits)
     bool capture_graphs = true;
 
     double prefill_tokens_per_s = 0;       // 0: the preset's figure

@@ -62,13 +62,15 @@ struct ScopeDraw {
     std::uint32_t rollout = 0;  // 0 cross_request, 1 intra_request, 2 off
     std::array<std::uint32_t, 5> actor_weights{};  // request, io, background, fault, config (see pick_step)
     std::uint32_t extent_tokens = 0;  // model::Limits::extent_tokens: 0, or 64 or 128 (gen_extents)
+    std::uint32_t tier_bytes = 0;     // host/disk capacity: 0 for the default (never full), else a few entries' worth
+    bool tier_eviction = false;       // model::Limits::tier_eviction
 };
 
 void showValue(const ScopeDraw& d, std::ostream& os) {
     os << "budget_bytes=" << d.budget_bytes << " max_faults=" << d.max_faults << " max_background=" << d.max_background
        << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
        << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} extent_tokens=" << d.extent_tokens
-       << " faults={";
+       << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " faults={";
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
     os << "} requests=[";
@@ -108,7 +110,10 @@ rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
                      rc::gen::construct<std::array<std::uint32_t, 5>>(rc::gen::just<std::uint32_t>(128), gen_weight(), gen_weight(),
                                                                       gen_weight(), gen_config_weight())),
         rc::gen::set(&ScopeDraw::rollout, vary_rollout ? rc::gen::weightedElement<std::uint32_t>({{6, 0}, {1, 1}, {1, 2}})
-                                                       : rc::gen::just<std::uint32_t>(0)));
+                                                       : rc::gen::just<std::uint32_t>(0)),
+        // A small tier fills after a few offloads; with tier eviction it then drops entries.
+        rc::gen::set(&ScopeDraw::tier_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 1'000}, {1, 4'000}, {1, 12'000}})),
+        rc::gen::set(&ScopeDraw::tier_eviction, rc::gen::arbitrary<bool>()));
 }
 
 // The same scopes with extents: entries of up to 64 or 128 tokens (four or eight 16-token blocks;
@@ -130,6 +135,8 @@ sim::Scope build_scope(const ScopeDraw& d) {
     s.content_block_tokens = 16;
     s.limits.gpu_budget_bytes = d.budget_bytes;
     s.limits.extent_tokens = d.extent_tokens;
+    if (d.tier_bytes > 0) s.limits.disk_capacity_bytes = d.tier_bytes;
+    s.limits.tier_eviction = d.tier_eviction;
     s.rollout = d.rollout == 1 ? model::Rollout::intra_request : d.rollout == 2 ? model::Rollout::off : model::Rollout::cross_request;
     s.step_kinds = sim::actor_kinds() | sim::background_kinds();
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
@@ -229,6 +236,7 @@ struct CaseRun {
     std::array<std::size_t, 4> verdicts{};     // lookups by verdict (model::VerdictKind)
     std::size_t resumed_reads = 0;             // reads that resumed from the cache (resume_len > 0)
     std::size_t cut_lookups = 0;               // lookups whose misses' tokens were summed (cut_accounted)
+    std::size_t tier_drops = 0;                // entries a full tier dropped for an offload
 };
 
 // Whether a lookup's misses account for every token its groups cut: under group intersection the
@@ -287,6 +295,9 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         run.steps.push_back(step);
         const model::StepOutcome outcome = model::apply(world, step);
         if (outcome.lookup) ++run.verdicts[static_cast<std::size_t>(outcome.lookup->verdict)];
+        run.tier_drops += static_cast<std::size_t>(std::count_if(outcome.evicted.begin(), outcome.evicted.end(), [](const model::Eviction& e) {
+            return e.cause == model::EvictionCause::tier_full;
+        }));
         if (outcome.lookup && watch.empty() &&
             !cut_accounted(world, defenses, world.requests[step.target], *outcome.lookup, run.cut_lookups)) {
             run.violations.push_back({"miss_tokens", "the misses' tokens do not add up to what the lookup cut"});
@@ -349,6 +360,7 @@ struct Search {
     std::array<std::size_t, 4> verdicts{};                   // lookups by verdict, over all runs
     std::size_t resumed_reads = 0;
     std::size_t cut_lookups = 0;
+    std::size_t tier_drops = 0;
 };
 
 // RapidCheck's default listener registers every failure for a "reproduce with RC_PARAMS" note at
@@ -377,6 +389,7 @@ Search search(const model::Defenses& defenses, const std::string& watch, bool va
         for (std::size_t v = 0; v < 4; ++v) result.verdicts[v] += run.verdicts[v];
         result.resumed_reads += run.resumed_reads;
         result.cut_lookups += run.cut_lookups;
+        result.tier_drops += run.tier_drops;
         if (run.violated) {
             result.shrunk = run;
             std::ostringstream shown;
@@ -451,6 +464,7 @@ void expect_clean_and_not_vacuous(const Search& s) {
         EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
     EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
     EXPECT_GE(s.cut_lookups, std::size_t{kValidatedCases} / 10) << "few lookups were cut short, so the miss tokens were rarely summed";
+    EXPECT_GE(s.tier_drops, 30u) << "a full host/disk tier rarely dropped an entry";
 }
 
 }  // namespace
@@ -498,7 +512,7 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
                             kFullSize);
     expect_clean_and_not_vacuous(s);
     std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
-              << s.cut_lookups << " lookups with cuts summed, " << s.seconds << " s\nsteps by kind:";
+              << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, " << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
         std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
     std::cout << "\nverdicts:";

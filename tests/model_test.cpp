@@ -335,6 +335,67 @@ TEST(OnDiskPrefix, EvictingAnEntryWithADiskCopyKeepsIt) {
     EXPECT_FALSE(p.w.segments[other].live);
 }
 
+namespace {
+
+// Offloads segment `id` (with its indexer partner) and completes the copies.
+void offload_to_disk(World& w, std::uint32_t id) {
+    for (std::uint32_t op : io_of(ok(w, StepKind::offload, id))) ok(w, StepKind::io_complete, op);
+}
+
+}  // namespace
+
+// A full host/disk tier with tier eviction drops the entries that arrived on it first, each its
+// last copy, to take an offload; their prefixes leave the index. Without it the offload waits.
+TEST(OnDiskPrefix, AFullTierDropsItsColdestEntriesForAnOffload) {
+    for (const bool evicts : {true, false}) {
+        SCOPED_TRACE(evicts ? "tier_eviction" : "no tier_eviction");
+        Pair p = finished_then_extended("validated", 128);
+        p.w.limits.tier_eviction = evicts;
+        const std::uint32_t first = seg(p.w, kC1, 96, 112);
+        const std::uint32_t second = seg(p.w, kC1, 112, 128);
+        const std::uint32_t next = seg(p.w, kC1, 80, 96);
+        const std::uint64_t first_key = p.w.segments[first].key;
+        offload_to_disk(p.w, first);
+        offload_to_disk(p.w, second);
+        p.w.limits.disk_capacity_bytes = p.w.disk_used_bytes;  // full
+        ASSERT_EQ(enabled(p.w, {StepKind::offload, next, 0}), evicts);
+        if (!evicts) continue;
+        const std::uint32_t first_index = seg(p.w, kIndexer, 96, 112);
+        const StepOutcome out = ok(p.w, StepKind::offload, next);
+        ASSERT_FALSE(out.evicted.empty());
+        for (const Eviction& e : out.evicted) {
+            EXPECT_EQ(e.cause, EvictionCause::tier_full);
+            EXPECT_FALSE(e.copy_kept);
+        }
+        EXPECT_EQ(out.evicted.size(), 2u) << "the first offload's KV block and its indexer pages make the room";
+        EXPECT_FALSE(p.w.segments[first].live);
+        EXPECT_FALSE(p.w.segments[first_index].live);
+        EXPECT_EQ(p.w.find(first_key, kC1, false), kNone) << "a dropped prefix is no longer registered";
+        EXPECT_EQ(p.w.segments[second].stage, Stage::on_disk) << "the later arrival stays";
+        EXPECT_LE(p.w.disk_used_bytes, p.w.limits.disk_capacity_bytes);
+    }
+}
+
+// The tier drops only entries whose one copy rests on it: not one being written (an offload in
+// flight) nor one being loaded, as a Mooncake store keeps objects being written or under a lease.
+TEST(OnDiskPrefix, AFullTierKeepsEntriesInTransfer) {
+    Pair p = finished_then_extended("validated", 128);
+    p.w.limits.tier_eviction = true;
+    const std::uint32_t kv = seg(p.w, kC1, 112, 128);
+    const std::uint32_t other = seg(p.w, kC1, 80, 96);
+    const std::vector<std::uint32_t> writing = io_of(ok(p.w, StepKind::offload, kv));
+    p.w.limits.disk_capacity_bytes = p.w.disk_used_bytes;
+    EXPECT_FALSE(enabled(p.w, {StepKind::offload, other, 0})) << "an offload in flight is not dropped";
+    for (std::uint32_t op : writing) ok(p.w, StepKind::io_complete, op);
+    EXPECT_TRUE(enabled(p.w, {StepKind::offload, other, 0})) << "once written it is the coldest entry";
+    const StepOutcome look = ok(p.w, StepKind::lookup, p.b);
+    ASSERT_EQ(look.lookup->verdict, VerdictKind::io_wait);
+    EXPECT_FALSE(enabled(p.w, {StepKind::offload, other, 0})) << "an entry being loaded is not dropped";
+    for (std::uint32_t op : io_of(look)) ok(p.w, StepKind::io_complete, op);
+    EXPECT_EQ(p.w.disk_used_bytes, 0u) << "a load takes its copy off the tier";
+    EXPECT_TRUE(enabled(p.w, {StepKind::offload, other, 0}));
+}
+
 // F2: a failed load leaves the segment on disk and marks the request; its next lookup reports
 // load_failed and recomputes from the last resident point instead of waiting again.
 TEST(OnDiskPrefix, FailedLoadFallsBackToRecompute) {

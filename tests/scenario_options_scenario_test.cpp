@@ -189,6 +189,37 @@ TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
     EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
 }
 
+// Proves: a full tier under tier_eviction lru drops entries for offloads, each the last copy of
+// its entry (tier_full, evictions_last_copy), and so offloads more than under none, which drops
+// nothing and leaves the GPU's admission to evict more; both stay clean under validated, and the
+// scenario's expectations (tier drops, the windows they cost) fail under none.
+TEST(StorageTiers, AFullTierDropsItsColdestEntriesUnderLru) {
+    const fs::path source = kSourceDir / "scenarios" / "storage-tier-eviction.json";
+    nlohmann::json doc = read_json(source);
+    doc["storage"]["tier_eviction"] = "none";
+    const fs::path none = relocated_copy(source, doc, "tier-none");
+    const nlohmann::json lru = policy_report(source, "validated");
+    const nlohmann::json kept = policy_report(none, "validated");
+    std::uint64_t dropped = 0;
+    for (const auto& [form, count] : lru["evictions_by_cause"]["tier_full"].items()) {
+        dropped += count.get<std::uint64_t>();
+        EXPECT_GE(lru["evictions_last_copy"][form].get<std::uint64_t>(), count.get<std::uint64_t>()) << form;
+    }
+    EXPECT_GT(dropped, 100u);
+    EXPECT_FALSE(kept["evictions_by_cause"].contains("tier_full"));
+    EXPECT_GT(lru["offloads"].get<int>(), kept["offloads"].get<int>());
+    const auto admitted = [](const nlohmann::json& r) {
+        std::uint64_t n = 0;
+        for (const auto& [form, count] : r["evictions_by_cause"]["admission"].items()) n += count.get<std::uint64_t>();
+        return n;
+    };
+    EXPECT_LT(admitted(lru), admitted(kept));
+    EXPECT_EQ(lru["silent_corruptions"].get<int>(), 0);
+    EXPECT_EQ(kept["silent_corruptions"].get<int>(), 0);
+    const Outcome expected = kvcheck({"run", none.string(), "--quiet"});
+    EXPECT_EQ(expected.code, 1) << "the scenario's expectations hold without tier eviction:\n" << expected.all();
+}
+
 // Proves: "change" and "action" choose what F5, F6 and F10 do. F5 layout changes break VL2 under
 // no-layout-check and weights changes do not (the version check catches those); F6 migrating a
 // validated block breaks RL3 under no-revalidate; F10 offloading, not migrating, leaves blocks
