@@ -420,6 +420,8 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
         s.scope.limits.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.scope.limits.gpu_budget_bytes, 1, 1ULL << 56);
         s.scope.limits.extent_tokens =
             static_cast<std::uint32_t>(f.unsigned_number("extent_tokens", s.scope.limits.extent_tokens, 0, 1 << 20));
+        s.scope.limits.disk_capacity_bytes = f.unsigned_number("disk_capacity_bytes", s.scope.limits.disk_capacity_bytes, 0, 1ULL << 56);
+        s.scope.limits.tier_eviction = f.choice("tier_eviction", "none", {"lru", "none"}) == "lru";
         if (const nlohmann::json* reqs = f.raw("requests"); reqs != nullptr && reqs->is_array()) {
             for (std::size_t i = 0; i < reqs->size(); ++i) {
                 const std::string at = "/scope/requests/" + std::to_string(i);
@@ -570,6 +572,9 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
                                  {"gpu_budget_bytes", scope.limits.gpu_budget_bytes},
                                  {"requests", requests}};
     if (scope.limits.extent_tokens != 0) scope_json["extent_tokens"] = scope.limits.extent_tokens;
+    if (scope.limits.disk_capacity_bytes != model::Limits{}.disk_capacity_bytes)
+        scope_json["disk_capacity_bytes"] = scope.limits.disk_capacity_bytes;
+    if (scope.limits.tier_eviction) scope_json["tier_eviction"] = "lru";
     nlohmann::json doc = {{"name", "counterexample"},
                           {"description", description},
                           {"policy", policy},

@@ -70,6 +70,47 @@ TEST(Explorer, ValidatedIsCleanAtTheExtentsScope) {
     EXPECT_GT(r.states, 1'000'000u);
 }
 
+// Proves the same where a full host/disk tier drops entries (the tier scope), and that such a
+// drop lies within the scope's budgets: request 0 runs to the end, one offload fills the tier and
+// a second drops the first's entries. Those steps, written as a steps-mode scenario, keep the
+// scope's tier and replay to the same state.
+TEST(Explorer, ValidatedIsCleanAtTheTierScope) {
+    const sim::ExploreReport r = explore("tier", "validated");
+    expect_proven_clean(r);
+    const sim::Scope scope = sim::named_scope("tier");
+    model::World w = sim::initial_world(scope, model::find_policy("validated")->defenses);
+    std::vector<model::Step> steps;
+    const auto take = [&](model::Step step) {
+        EXPECT_TRUE(model::enabled(w, step)) << model::describe(w, step);
+        steps.push_back(step);
+        return model::apply(w, step);
+    };
+    for (model::StepKind k : {model::StepKind::lookup, model::StepKind::pin, model::StepKind::revalidate, model::StepKind::allocate,
+                              model::StepKind::read, model::StepKind::commit})
+        take({k, 0, 0});
+    while (model::enabled(w, {model::StepKind::decode, 0, 0})) take({model::StepKind::decode, 0, 0});
+    take({model::StepKind::finish, 0, 0});
+    std::size_t offloads = 0;
+    std::size_t dropped = 0;
+    for (std::uint32_t id = 0; id < w.segments.size() && offloads < 2; ++id) {
+        if (w.segments[id].group != 0 || !model::enabled(w, {model::StepKind::offload, id, 0})) continue;
+        const model::StepOutcome out = take({model::StepKind::offload, id, 0});
+        ++offloads;
+        for (const model::Eviction& e : out.evicted) dropped += e.cause == model::EvictionCause::tier_full ? 1 : 0;
+        for (std::uint32_t op : out.io_started) take({model::StepKind::io_complete, op, 0});
+    }
+    ASSERT_EQ(offloads, 2u);
+    EXPECT_GT(dropped, 0u) << "the second offload drops the first's entries";
+    const std::string path = ::testing::TempDir() + "/kvcheck-tier-steps.json";
+    sim::write_file_atomic(path, sim::steps_scenario_json(scope, "validated", steps, "test", nullptr).dump(2));
+    const sim::Scenario s = sim::load_scenario(path);
+    EXPECT_EQ(s.scope.limits.disk_capacity_bytes, scope.limits.disk_capacity_bytes);
+    EXPECT_TRUE(s.scope.limits.tier_eviction);
+    const sim::RunResult run = sim::run_scenario(s, {});
+    EXPECT_EQ(run.info.final_state_hash, model::state_hash(w)) << "the written scope replays to the same state";
+    EXPECT_TRUE(run.metrics.invariant_violations.empty());
+}
+
 // Proves the explorer's machinery (states encoded into a chunk pool the two live levels share,
 // successors settled one state late, a keys-only visited set) visits exactly what a plain
 // breadth-first search over World values visits: the same states and transitions.

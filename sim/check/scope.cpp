@@ -74,6 +74,17 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 50;
         return s;
     }
+    if (name == "tier") {
+        // The small scope with a host/disk tier of 4,096 bytes that drops entries for room
+        // (model::Limits::tier_eviction): one offload of a c1 block and its indexer pages fills
+        // most of it, so a second offload drops the first's entries; three background actions.
+        s = named_scope("small");
+        s.name = name;
+        s.limits.disk_capacity_bytes = 2'560;
+        s.limits.tier_eviction = true;
+        s.max_background = 2;
+        return s;
+    }
     if (name == "pin-epoch") {
         // Request 0 has cached the 32-token prefix; requests 1-3 read it while the evictor may
         // evict twice. Only the c1 group of the toy preset: KV blocks, no other form.
@@ -110,10 +121,10 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, pin-epoch, extents, session, sampling)");
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, tier, pin-epoch, extents, session, sampling)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small", "pin-epoch", "extents", "session", "sampling"}; }
+std::vector<std::string> scope_names() { return {"reference", "small", "tier", "pin-epoch", "extents", "session", "sampling"}; }
 
 std::string turn_problem(const Scope& scope, std::size_t i) {
     const RequestTemplate& t = scope.requests[i];
