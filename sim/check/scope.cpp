@@ -75,9 +75,9 @@ Scope named_scope(const std::string& name) {
         return s;
     }
     if (name == "tier") {
-        // The small scope with a host/disk tier of 4,096 bytes that drops entries for room
+        // The small scope with a host/disk tier of 2,560 bytes that drops entries for room
         // (model::Limits::tier_eviction): one offload of a c1 block and its indexer pages fills
-        // most of it, so a second offload drops the first's entries; three background actions.
+        // it, so a second offload drops the first's entries; two background actions.
         s = named_scope("small");
         s.name = name;
         s.limits.disk_capacity_bytes = 2'560;
