@@ -173,7 +173,8 @@ void refresh_evictable(World& w, std::uint32_t id) {
     if (!gpu && !tier) {
         lru_remove(w, id);
     } else if (!s.in_lru) {
-        if (gpu) link_back(w, id, w.lru_head[World::lru_list(s)], w.lru_tail[World::lru_list(s)]);
+        const std::size_t f = World::lru_list(s);
+        if (gpu) link_back(w, id, w.lru_head[f], w.lru_tail[f]);
         else link_back(w, id, w.disk_lru_head, w.disk_lru_tail);
         s.in_lru = true;
     }

@@ -11,6 +11,21 @@ using model::kNone;
 using model::Step;
 using model::StepKind;
 
+namespace {
+
+// The step an F6 or F10 action takes; `usual` for an entry without an action (F6 evicts, F10
+// migrates).
+StepKind step_of(FaultAction action, StepKind usual) {
+    switch (action) {
+        case FaultAction::evict: return StepKind::evict;
+        case FaultAction::offload: return StepKind::offload;
+        case FaultAction::migrate: return StepKind::migrate;
+        default: return usual;
+    }
+}
+
+}  // namespace
+
 FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::World& world) : world_(world), rng_(rng) {
     for (const FaultSpec& f : scenario.faults) {
         const std::size_t slot = slot_of(f.fault, f.action);
@@ -136,13 +151,7 @@ void FaultInjector::aim(FaultClass fault, FaultAction action, const std::vector<
                 if (e.form == Form::swa_window && (!last || (alone && extent))) step = Step{StepKind::evict, e.segment, 0};
                 break;
             }
-            case FaultClass::F6: {
-                const StepKind kind = action == FaultAction::offload   ? StepKind::offload
-                                      : action == FaultAction::migrate ? StepKind::migrate
-                                                                       : StepKind::evict;
-                step = Step{kind, e.segment, 0};
-                break;
-            }
+            case FaultClass::F6: step = Step{step_of(action, StepKind::evict), e.segment, 0}; break;
             case FaultClass::F7:
                 if (e.form == Form::uncompressed_tail) step = Step{StepKind::evict, e.segment, 0};
                 break;
@@ -177,9 +186,7 @@ void FaultInjector::after_decode(std::uint32_t request, const Inject& inject) {
 // decode's slide lets go of captured blocks while the graph lives), and so is every captured one
 // while the graph guard stands.
 void FaultInjector::under_graph(std::uint32_t request, FaultAction action, const Inject& inject) {
-    const StepKind kind = action == FaultAction::evict     ? StepKind::evict
-                          : action == FaultAction::offload ? StepKind::offload
-                                                           : StepKind::migrate;
+    const StepKind kind = step_of(action, StepKind::migrate);
     const auto hits_graph = [&](std::uint32_t r) {
         if (r >= world_.graphs.size() || !world_.graphs[r].live) return false;
         for (const model::GraphRef& ref : world_.graphs[r].refs)
