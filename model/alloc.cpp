@@ -164,6 +164,25 @@ bool in_tier_list(const World& w, const Segment& s) {
     return w.limits.tier_eviction && s.live && s.stage == Stage::on_disk && s.pins == 0;
 }
 
+// Host memory's list of copies (World::host_head): copy `id` in after `prev` (first when kNone),
+// and out again; host_used_bytes is the callers' to keep.
+void host_link_after(World& w, std::uint32_t id, std::uint32_t prev) {
+    DiskObject& d = w.disk[id];
+    d.host_prev = prev;
+    d.host_next = prev != kNone ? w.disk[prev].host_next : w.host_head;
+    (prev != kNone ? w.disk[prev].host_next : w.host_head) = id;
+    (d.host_next != kNone ? w.disk[d.host_next].host_prev : w.host_tail) = id;
+    d.on_host = 1;
+}
+
+void host_unlink(World& w, std::uint32_t id) {
+    DiskObject& d = w.disk[id];
+    (d.host_prev != kNone ? w.disk[d.host_prev].host_next : w.host_head) = d.host_next;
+    (d.host_next != kNone ? w.disk[d.host_next].host_prev : w.host_tail) = d.host_prev;
+    d.host_prev = d.host_next = kNone;
+    d.on_host = 0;
+}
+
 }  // namespace
 
 void refresh_evictable(World& w, std::uint32_t id) {
@@ -385,6 +404,7 @@ std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {
     if (s.disk != kNone) {
         const std::uint64_t content = w.disk[s.disk].content;
         r.disk = allocate_disk(w, right);
+        if (w.disk[s.disk].on_host != 0) host_link_after(w, r.disk, s.disk);  // the parts share the whole's bytes
         w.disk[r.disk].content = part_content(w, whole, content, at, r.end);
         w.disk[s.disk].content = part_content(w, whole, content, start, at);
     }
@@ -449,9 +469,28 @@ std::uint32_t allocate_disk(World& w, std::uint32_t owner) {
 }
 
 void free_disk(World& w, std::uint32_t id) {
+    if (w.disk[id].on_host != 0) {
+        w.host_used_bytes -= w.bytes_of(w.segments[w.disk[id].owner]);
+        host_unlink(w, id);
+    }
     w.disk[id].owner = kNone;
     w.disk[id].content = 0;
     w.free_disk.push_back(id);
+}
+
+std::uint32_t place_copy(World& w, std::uint32_t id) {
+    const std::uint64_t bytes = w.bytes_of(w.segments[w.disk[id].owner]);
+    const std::uint64_t capacity = w.limits.host_capacity_bytes;
+    if (capacity == 0 || bytes > capacity) return 0;
+    std::uint32_t moved = 0;
+    for (; w.host_used_bytes + bytes > capacity; ++moved) {
+        const std::uint32_t oldest = w.host_head;
+        w.host_used_bytes -= w.bytes_of(w.segments[w.disk[oldest].owner]);
+        host_unlink(w, oldest);
+    }
+    host_link_after(w, id, w.host_tail);
+    w.host_used_bytes += bytes;
+    return moved;
 }
 
 }  // namespace kvcheck::model

@@ -88,7 +88,11 @@ bool is_evictable(const World& w, const Segment& s);
 void relocate(World& w, std::uint32_t id);
 
 std::uint32_t allocate_disk(World& w, std::uint32_t owner);
+// Frees a host/disk copy, taking it out of host memory first when it rests there.
 void free_disk(World& w, std::uint32_t id);
+// Rests a new copy in host memory (Limits::host_capacity_bytes) when it fits there at all,
+// moving the copies there longest to disk until it fits; returns how many it moved.
+std::uint32_t place_copy(World& w, std::uint32_t id);
 
 std::uint64_t canonical_address(Form pool, std::uint32_t slot);
 

@@ -190,6 +190,8 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     std::uint64_t disk_used = 0;
     std::uint32_t live = 0;
     std::uint32_t tier_members = 0;
+    std::uint64_t host_used = 0;
+    std::uint32_t host_members = 0;
     // In a large index each lookup below misses the cache: fetch the cell kCheckAhead ids ahead.
     const bool fetch_ahead = w.index.cells() > kFetchAheadCells;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
@@ -202,6 +204,10 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         ++live;
         used += kStateEntryBytes + (s.slot != kNone ? w.bytes_of(s) : 0);
         if (s.disk != kNone) disk_used += w.bytes_of(s);
+        if (s.disk != kNone && w.disk[s.disk].on_host != 0) {
+            host_used += w.bytes_of(s);
+            ++host_members;
+        }
         const bool tier_listed = w.limits.tier_eviction && s.stage == Stage::on_disk && s.pins == 0;
         if ((s.in_lru && s.slot == kNone) != tier_listed) {
             fail("ST1_state_table", "segment " + std::to_string(id) + (tier_listed ? " is missing from" : " wrongly sits in") +
@@ -235,6 +241,22 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     if (walked != tier_members)
         fail("ST1_state_table", "the host/disk tier's eviction list links " + std::to_string(walked) + " of its " +
                                     std::to_string(tier_members) + " entries");
+    if (host_used != w.host_used_bytes)
+        fail("ST1_state_table", "host memory bytes in use drifted: counted " + std::to_string(w.host_used_bytes) + ", actual " +
+                                    std::to_string(host_used));
+    if (w.host_used_bytes > w.limits.host_capacity_bytes)
+        fail("ST1_state_table", "host memory holds " + std::to_string(w.host_used_bytes) + " bytes, over its capacity " +
+                                    std::to_string(w.limits.host_capacity_bytes));
+    walked = 0;
+    for (std::uint32_t d = w.host_head, prev = kNone; d != kNone && walked <= host_members; d = w.disk[d].host_next) {
+        const DiskObject& copy = w.disk[d];
+        if (copy.on_host == 0 || copy.host_prev != prev || copy.owner >= w.segments.size() || w.segments[copy.owner].disk != d) break;
+        prev = d;
+        ++walked;
+    }
+    if (walked != host_members)
+        fail("ST1_state_table", "host memory's list links " + std::to_string(walked) + " of the " + std::to_string(host_members) +
+                                    " copies resting there");
     // ST2: pins are exactly the holds requests keep.
     for (const Request& q : w.requests)
         for (std::uint32_t id : q.pinned) {

@@ -14,7 +14,7 @@ namespace {
 // field added to World or Request must be added to encode and decode below, then here.
 // (World::derived, grain_tokens, extent_units, extent_step and window_periods, the writers table and Request::writer are fixed from a run's initial
 // World on, like the request specs: requests are added at the start and never released.)
-static_assert(sizeof(void*) != 8 || sizeof(World) == 1080, "World changed: update model/snapshot.cpp");
+static_assert(sizeof(void*) != 8 || sizeof(World) == 1112, "World changed: update model/snapshot.cpp");
 static_assert(sizeof(void*) != 8 || sizeof(Request) == 128, "Request changed: update model/snapshot.cpp");
 
 // Encoding runs twice over the same code (StateCodec::write): a Sizer adds up the length, then a
@@ -152,6 +152,11 @@ void StateCodec::write(const World& w, Sink& o) const {
         o.pod(w.disk_lru_head);
         o.pod(w.disk_lru_tail);
     }
+    if (w.limits.host_capacity_bytes > 0) {
+        o.pod(w.host_head);
+        o.pod(w.host_tail);
+        o.pod(w.host_used_bytes);
+    }
     o.pod(w.moved_under_graph);
     o.pod(w.cross_form_reuse);
     o.pod(w.gpu_used_bytes);
@@ -220,6 +225,11 @@ const std::byte* StateCodec::decode(const std::byte* in, World& w) const {
     if (w.limits.tier_eviction) {
         i.pod(w.disk_lru_head);
         i.pod(w.disk_lru_tail);
+    }
+    if (w.limits.host_capacity_bytes > 0) {
+        i.pod(w.host_head);
+        i.pod(w.host_tail);
+        i.pod(w.host_used_bytes);
     }
     i.pod(w.moved_under_graph);
     i.pod(w.cross_form_reuse);

@@ -77,7 +77,11 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
         a.add(kNone);
     }
     for (std::uint32_t id : w.shared_free_slots) a.add(id);
-    for (const DiskObject& d : w.disk) a.add(d.content ^ (label(d.owner) << 32));
+    for (const DiskObject& d : w.disk) a.add(d.content ^ (label(d.owner) << 32) ^ (std::uint64_t{d.on_host} << 31));
+    if (w.limits.host_capacity_bytes > 0) {  // which copies move to disk first
+        for (std::uint32_t id = w.host_head; id != kNone; id = w.disk[id].host_next) a.add(label(w.disk[id].owner));
+        a.add(kNone);
+    }
     for (const IoOp& op : w.io)
         if (op.live) {
             // Two words: a kNone request, shifted, would spill into the segment's bits and merge

@@ -54,6 +54,7 @@ struct StepOutcome {
     std::uint32_t recaptures = 0;
     std::uint32_t tokens_computed = 0;        // prefill or decode tokens computed
     std::uint32_t index_rebuilds = 0;
+    std::uint32_t demotions = 0;              // host/disk copies moved from host memory to disk
     bool admission_refused = false;
     bool graph_moved = false;                 // a live graph's address moved (RL4 evidence)
 

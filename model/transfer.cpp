@@ -42,6 +42,7 @@ void start_offload(World& w, std::uint32_t id, StepOutcome& out) {
     make_tier_room(w, bytes, out.evicted);
     Segment& s = w.segments[id];
     s.disk = allocate_disk(w, id);
+    out.demotions += place_copy(w, s.disk);
     w.disk_used_bytes += bytes;
     w.bytes_by_form[static_cast<int>(Form::on_disk_prefix)] += bytes;
     s.stage = Stage::offloading;

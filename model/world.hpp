@@ -101,9 +101,14 @@ struct Slot {
     std::uint8_t label = kNoLabel; // form label; cleared on free
 };
 
+// A copy on the host/disk tier. With Limits::host_capacity_bytes it rests in host memory or on
+// disk; the host's copies form a list, the longest there first (World::host_head).
 struct DiskObject {
     std::uint64_t content = 0;
     std::uint32_t owner = kNone;
+    std::uint32_t host_prev = kNone;  // neighbours in the host list (disk copy ids)
+    std::uint32_t host_next = kNone;
+    std::uint32_t on_host = 0;        // 1 when the copy rests in host memory
 };
 
 enum class IoKind : std::uint8_t { offload, load };
@@ -240,6 +245,10 @@ struct Limits {
     // A full host/disk tier drops its least recently offloaded on-disk entries to take an offload
     // (World::disk_lru_head); without it a full tier refuses offloads.
     bool tier_eviction = false;
+    // Host memory, the tier's first part: a new copy rests there, and the copies there longest
+    // move to disk to make room for it (World::host_head). 0: every copy rests on disk. Where a
+    // copy rests decides only how fast and how reliably a driver moves it.
+    std::uint64_t host_capacity_bytes = 0;
     // Tokens one state-table entry may cover per group (docs/invariants.md, "Extents"): whole
     // units in chunks aligned to multiples of the span, which is cut down to a multiple of the
     // LCM grain and the unit and to kExtentUnitsMax units; 0 (or too few tokens) is one entry a unit.
@@ -307,13 +316,18 @@ struct World {
     // threaded through the same links (such an entry holds no GPU slot, so it is in no GPU list).
     std::uint32_t disk_lru_head = kNone;
     std::uint32_t disk_lru_tail = kNone;
+    // With Limits::host_capacity_bytes, the copies that rest in host memory, placed there
+    // longest first, linked through DiskObject::host_prev and host_next.
+    std::uint32_t host_head = kNone;
+    std::uint32_t host_tail = kNone;
 
     // Evidence counters for the cheap per-step checks; apply() clears them before each step.
     std::uint32_t moved_under_graph = 0;       // RL4: a graph-referenced segment was freed or moved
     std::uint32_t cross_form_reuse = 0;        // RL2: a slot of one form's pool went to another form
 
     std::uint64_t gpu_used_bytes = 0;          // resident segment bytes plus the state table
-    std::uint64_t disk_used_bytes = 0;
+    std::uint64_t disk_used_bytes = 0;         // the whole host/disk tier
+    std::uint64_t host_used_bytes = 0;         // its part in host memory
     std::array<std::uint64_t, kFormCount> bytes_by_form{};
 
     World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode);

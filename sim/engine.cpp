@@ -118,6 +118,7 @@ private:
         model::Limits l;
         l.gpu_budget_bytes = s.gpu_budget_bytes;
         l.disk_capacity_bytes = s.host.capacity_bytes + s.disk.capacity_bytes;
+        l.host_capacity_bytes = s.host.capacity_bytes;
         l.capture_graphs = s.capture_graphs;
         l.extent_tokens = s.extent_tokens;
         l.tier_eviction = s.tier_eviction;
@@ -413,11 +414,15 @@ private:
         }
     }
 
-    // The tier a transfer starting now runs on: host memory while its capacity lasts, then disk.
-    const TierConfig& tier_now() const { return world_.disk_used_bytes <= s_.host.capacity_bytes ? s_.host : s_.disk; }
+    // Whether the transfer `op_id` moves a copy that rests in host memory (else on disk): an
+    // offload writes where its new copy was placed, a load reads where its copy rests now.
+    bool on_host(std::uint32_t op_id) const {
+        const model::Segment& seg = world_.segments[world_.io[op_id].segment];
+        return seg.disk != model::kNone && world_.disk[seg.disk].on_host != 0;
+    }
 
-    // When the transfer `op_id`, starting now, ends.
-    std::uint64_t io_delay_ns(std::uint32_t op_id) {
+    // When the transfer `op_id`, starting now on `tier`, ends.
+    std::uint64_t io_delay_ns(std::uint32_t op_id, const TierConfig& tier) {
         const model::IoOp& op = world_.io[op_id];
         // F2 timeout: the transfer hangs, and the I/O engine gives up on it after the timeout.
         if (const std::uint64_t timeout = faults_.timeout_io_ns(op); timeout > 0) {
@@ -426,7 +431,6 @@ private:
             return timeout;
         }
         const model::Segment& seg = world_.segments[op.segment];
-        const TierConfig& tier = tier_now();
         const double bytes = static_cast<double>(world_.bytes_of(seg));
         std::uint64_t ns = static_cast<std::uint64_t>(bytes / tier.bandwidth_gb_per_s) + tier.latency_us * 1000;
         if (tier.jitter_us > 0) ns += io_rng_.below(tier.jitter_us * 1000 + 1);
@@ -448,12 +452,14 @@ private:
         if (out.read_request != model::kNone) judge_read(out.read_request);
         for (std::uint32_t op : out.io_started) {
             if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
+            const bool host = on_host(op);
             if (tier_failures_ || world_.io[op].kind == model::IoKind::load) {
                 if (io_tier_.size() <= op) io_tier_.resize(op + 1);
-                io_tier_[op] = &tier_now() == &s_.host ? 0 : 1;
+                io_tier_[op] = host ? 0 : 1;
             }
-            schedule(now_ + io_delay_ns(op), EventKind::io_done, op, 0);
+            schedule(now_ + io_delay_ns(op, host ? s_.host : s_.disk), EventKind::io_done, op, 0);
         }
+        metrics_.demotions += out.demotions;
         for (const model::Eviction& e : out.evicted) {
             ++metrics_.evictions[static_cast<std::size_t>(e.form)];
             ++metrics_.evictions_by_cause[static_cast<std::size_t>(e.cause)][static_cast<std::size_t>(e.form)];

@@ -38,6 +38,7 @@ void Metrics::sample_memory(const model::World& w) {
     peak_state_table_bytes = std::max(peak_state_table_bytes, std::uint64_t{w.live_segments} * model::kStateEntryBytes);
     peak_gpu_bytes = std::max(peak_gpu_bytes, w.gpu_used_bytes);
     peak_disk_bytes = std::max(peak_disk_bytes, w.disk_used_bytes);
+    peak_host_bytes = std::max(peak_host_bytes, w.host_used_bytes);
 }
 
 namespace {
@@ -99,6 +100,7 @@ std::map<std::string, std::uint64_t> peaks(const Metrics& m) {
     out["state_table"] = m.peak_state_table_bytes;
     out["gpu_total"] = m.peak_gpu_bytes;
     out["disk_total"] = m.peak_disk_bytes;
+    out["host_total"] = m.peak_host_bytes;
     return out;
 }
 
@@ -228,6 +230,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"admission_refusals", m.admission_refusals},
             {"graph_recaptures", m.recaptures},
             {"offloads", m.offloads},
+            {"demotions", m.demotions},
             {"loads", m.loads},
             {"load_failures", m.load_failures},
             {"evictions", by_form(m.evictions)},
@@ -331,6 +334,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         counter("session_waits_total", "Session turns that arrived late: the earlier turn had not finished.", m.sessions->waited);
     }
     counter("offloads_total", "Offload copies started (GPU to host/disk).", m.offloads);
+    counter("demotions_total", "Host/disk copies moved from host memory to disk to make room.", m.demotions);
     counter("loads_total", "Loads from host/disk that completed, misaligned reloads included.", m.loads);
     counter("load_failures_total", "Loads that failed (F2).", m.load_failures);
     counter("stale_revalidations_total", "Revalidations that found a segment's epoch or the model version changed (RL3).",

@@ -112,6 +112,7 @@ struct Metrics {
     std::uint64_t admission_refusals = 0;
     std::uint64_t recaptures = 0;
     std::uint64_t offloads = 0;
+    std::uint64_t demotions = 0;          // host/disk copies moved from host memory to disk for room
     std::uint64_t loads = 0;
     std::uint64_t load_failures = 0;
     std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
@@ -129,7 +130,8 @@ struct Metrics {
     std::array<std::uint64_t, model::kFormCount> peak_form_bytes{};  // GPU by form (on_disk_prefix: disk)
     std::uint64_t peak_state_table_bytes = 0;
     std::uint64_t peak_gpu_bytes = 0;
-    std::uint64_t peak_disk_bytes = 0;
+    std::uint64_t peak_disk_bytes = 0;    // the host/disk tier
+    std::uint64_t peak_host_bytes = 0;    // its part in host memory
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;

@@ -64,13 +64,14 @@ struct ScopeDraw {
     std::uint32_t extent_tokens = 0;  // model::Limits::extent_tokens: 0, or 64 or 128 (gen_extents)
     std::uint32_t tier_bytes = 0;     // host/disk capacity: 0 for the default (never full), else a few entries' worth
     bool tier_eviction = false;       // model::Limits::tier_eviction
+    std::uint32_t host_bytes = 0;     // model::Limits::host_capacity_bytes: 0 (every copy on disk) or a few entries' worth
 };
 
 void showValue(const ScopeDraw& d, std::ostream& os) {
     os << "budget_bytes=" << d.budget_bytes << " max_faults=" << d.max_faults << " max_background=" << d.max_background
        << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
        << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} extent_tokens=" << d.extent_tokens
-       << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " faults={";
+       << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " host_bytes=" << d.host_bytes << " faults={";
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
     os << "} requests=[";
@@ -113,7 +114,9 @@ rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
                                                        : rc::gen::just<std::uint32_t>(0)),
         // A small tier fills after a few offloads; with tier eviction it then drops entries.
         rc::gen::set(&ScopeDraw::tier_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 1'000}, {1, 4'000}, {1, 12'000}})),
-        rc::gen::set(&ScopeDraw::tier_eviction, rc::gen::arbitrary<bool>()));
+        rc::gen::set(&ScopeDraw::tier_eviction, rc::gen::arbitrary<bool>()),
+        // Host memory for one or a few copies: later offloads move the earlier ones to disk.
+        rc::gen::set(&ScopeDraw::host_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 600}, {1, 3'000}})));
 }
 
 // The same scopes with extents: entries of up to 64 or 128 tokens (four or eight 16-token blocks;
@@ -137,6 +140,7 @@ sim::Scope build_scope(const ScopeDraw& d) {
     s.limits.extent_tokens = d.extent_tokens;
     if (d.tier_bytes > 0) s.limits.disk_capacity_bytes = d.tier_bytes;
     s.limits.tier_eviction = d.tier_eviction;
+    s.limits.host_capacity_bytes = d.host_bytes;
     s.rollout = d.rollout == 1 ? model::Rollout::intra_request : d.rollout == 2 ? model::Rollout::off : model::Rollout::cross_request;
     s.step_kinds = sim::actor_kinds() | sim::background_kinds();
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
@@ -237,6 +241,7 @@ struct CaseRun {
     std::size_t resumed_reads = 0;             // reads that resumed from the cache (resume_len > 0)
     std::size_t cut_lookups = 0;               // lookups whose misses' tokens were summed (cut_accounted)
     std::size_t tier_drops = 0;                // entries a full tier dropped for an offload
+    std::size_t demotions = 0;                 // copies moved from host memory to disk
 };
 
 // Whether a lookup's misses account for every token its groups cut: under group intersection the
@@ -298,6 +303,7 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         run.tier_drops += static_cast<std::size_t>(std::count_if(outcome.evicted.begin(), outcome.evicted.end(), [](const model::Eviction& e) {
             return e.cause == model::EvictionCause::tier_full;
         }));
+        run.demotions += outcome.demotions;
         if (outcome.lookup && watch.empty() &&
             !cut_accounted(world, defenses, world.requests[step.target], *outcome.lookup, run.cut_lookups)) {
             run.violations.push_back({"miss_tokens", "the misses' tokens do not add up to what the lookup cut"});
@@ -361,6 +367,7 @@ struct Search {
     std::size_t resumed_reads = 0;
     std::size_t cut_lookups = 0;
     std::size_t tier_drops = 0;
+    std::size_t demotions = 0;
 };
 
 // RapidCheck's default listener registers every failure for a "reproduce with RC_PARAMS" note at
@@ -390,6 +397,7 @@ Search search(const model::Defenses& defenses, const std::string& watch, bool va
         result.resumed_reads += run.resumed_reads;
         result.cut_lookups += run.cut_lookups;
         result.tier_drops += run.tier_drops;
+        result.demotions += run.demotions;
         if (run.violated) {
             result.shrunk = run;
             std::ostringstream shown;
@@ -465,6 +473,7 @@ void expect_clean_and_not_vacuous(const Search& s) {
     EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
     EXPECT_GE(s.cut_lookups, std::size_t{kValidatedCases} / 10) << "few lookups were cut short, so the miss tokens were rarely summed";
     EXPECT_GE(s.tier_drops, 30u) << "a full host/disk tier rarely dropped an entry";
+    EXPECT_GE(s.demotions, 30u) << "host memory rarely moved a copy to disk";
 }
 
 }  // namespace
@@ -512,7 +521,7 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
                             kFullSize);
     expect_clean_and_not_vacuous(s);
     std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
-              << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, " << s.seconds << " s\nsteps by kind:";
+              << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, " << s.demotions << " demotions, " << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
         std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
     std::cout << "\nverdicts:";

@@ -396,6 +396,54 @@ TEST(OnDiskPrefix, AFullTierKeepsEntriesInTransfer) {
     EXPECT_TRUE(enabled(p.w, {StepKind::offload, other, 0}));
 }
 
+// Host memory holds the tier's newest copies: an offload that does not fit there moves the
+// copies there longest to disk (counted as demotions), a copy too large for it rests on disk,
+// and a load takes its copy out of host memory. ST1 checks the accounting after every step
+// (ok), and catches a drift in it.
+TEST(OnDiskPrefix, HostMemoryKeepsTheNewestCopies) {
+    Pair p = finished_then_extended("validated", 128);
+    const std::uint32_t first = seg(p.w, kC1, 96, 112);
+    const std::uint32_t second = seg(p.w, kC1, 112, 128);
+    const std::uint32_t first_index = seg(p.w, kIndexer, 96, 112);
+    const auto on_host = [&](std::uint32_t id) { return p.w.disk[p.w.segments[id].disk].on_host != 0; };
+    p.w.limits.host_capacity_bytes = 1ULL << 30;
+    const StepOutcome placed = ok(p.w, StepKind::offload, first);
+    EXPECT_EQ(placed.demotions, 0u);
+    for (std::uint32_t op : io_of(placed)) ok(p.w, StepKind::io_complete, op);
+    ASSERT_TRUE(on_host(first));
+    ASSERT_TRUE(on_host(first_index)) << "the indexer pages travel with their KV";
+    EXPECT_EQ(p.w.host_used_bytes, p.w.disk_used_bytes);
+    p.w.limits.host_capacity_bytes = p.w.host_used_bytes;  // full
+    const std::uint64_t tier_bytes = p.w.disk_used_bytes;
+    const StepOutcome out = ok(p.w, StepKind::offload, second);
+    EXPECT_EQ(out.demotions, 2u) << "the first offload's KV block and its indexer pages move to disk";
+    for (std::uint32_t op : io_of(out)) ok(p.w, StepKind::io_complete, op);
+    EXPECT_FALSE(on_host(first));
+    EXPECT_FALSE(on_host(first_index));
+    EXPECT_TRUE(on_host(second));
+    EXPECT_GT(p.w.disk_used_bytes, tier_bytes) << "a demotion moves a copy within the tier; nothing is dropped";
+    EXPECT_TRUE(p.w.segments[first].live);
+    EXPECT_LE(p.w.host_used_bytes, p.w.limits.host_capacity_bytes);
+
+    p.w.host_used_bytes += 1;
+    std::vector<Violation> drift;
+    check_invariants(p.w, StepOutcome{}, true, drift);
+    EXPECT_EQ(names(drift), std::set<std::string>{"ST1_state_table"});
+    p.w.host_used_bytes -= 1;
+
+    const StepOutcome look = ok(p.w, StepKind::lookup, p.b);
+    ASSERT_EQ(look.lookup->verdict, VerdictKind::io_wait);
+    for (std::uint32_t op : io_of(look)) ok(p.w, StepKind::io_complete, op);
+    EXPECT_EQ(p.w.host_used_bytes, 0u) << "the loads took their copies out of host memory";
+    EXPECT_EQ(p.w.host_head, kNone);
+
+    Pair q = finished_then_extended("validated", 128);
+    const std::uint32_t big = seg(q.w, kC1, 112, 128);
+    q.w.limits.host_capacity_bytes = q.w.bytes_of(q.w.segments[big]) - 1;
+    ok(q.w, StepKind::offload, big);
+    EXPECT_EQ(q.w.disk[q.w.segments[big].disk].on_host, 0u) << "a copy larger than host memory rests on disk";
+}
+
 // F2: a failed load leaves the segment on disk and marks the request; its next lookup reports
 // load_failed and recomputes from the last resident point instead of waiting again.
 TEST(OnDiskPrefix, FailedLoadFallsBackToRecompute) {

@@ -189,6 +189,50 @@ TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
     EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
 }
 
+// Proves: a new copy rests in host memory and moves to disk once newer copies need the room
+// (demotions); a load runs on the medium its copy rests on, so the reused tokens' source follows
+// the host's capacity: all from host when it holds everything, none when it holds nothing, both
+// in between; and a tier's own failures hit the transfers of the copies resting on it.
+TEST(StorageTiers, TransfersRunWhereTheirCopyRests) {
+    const fs::path source = kSourceDir / "scenarios" / "quickstart.json";
+    nlohmann::json doc = read_json(source);
+    doc["faults"] = nlohmann::json::array();
+    doc.erase("expect");
+    const std::uint64_t host_bytes = doc["storage"]["host"]["capacity_bytes"].get<std::uint64_t>();
+    const auto report = [&](std::uint64_t capacity, std::uint32_t failure_ppm, const std::string& tag) {
+        nlohmann::json copy = doc;
+        copy["storage"]["host"]["capacity_bytes"] = capacity;
+        copy["storage"]["host"]["failure_ppm"] = failure_ppm;
+        const Outcome o = kvcheck({"run", relocated_copy(source, copy, tag).string(), "--json", "--quiet"});
+        EXPECT_EQ(o.code, 0) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const auto from = [](const nlohmann::json& r, const char* source_name) {
+        return r["reused_tokens_by_source"][source_name].get<std::uint64_t>();
+    };
+    const nlohmann::json roomy = report(std::uint64_t{1} << 40, 0, "host-roomy");
+    EXPECT_EQ(roomy["demotions"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(roomy["memory_bytes"]["host_total"], roomy["memory_bytes"]["disk_total"]) << "every copy rests in host memory";
+    EXPECT_GT(from(roomy, "host"), 0u);
+    EXPECT_EQ(from(roomy, "disk"), 0u);
+
+    const nlohmann::json none = report(0, 0, "host-none");
+    EXPECT_EQ(none["memory_bytes"]["host_total"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(from(none, "host"), 0u);
+    EXPECT_GT(from(none, "disk"), 0u);
+
+    const nlohmann::json shipped = report(host_bytes, 0, "host-shipped");
+    EXPECT_GT(shipped["demotions"].get<std::uint64_t>(), 0u) << "the quickstart offloads more than its host memory holds";
+    EXPECT_LE(shipped["memory_bytes"]["host_total"].get<std::uint64_t>(), host_bytes);
+    EXPECT_GT(from(shipped, "host"), 0u);
+    EXPECT_GT(from(shipped, "disk"), 0u);
+
+    const nlohmann::json failing = report(std::uint64_t{1} << 40, 1'000'000, "host-failing");
+    EXPECT_GT(failing["offloads"].get<int>(), 0);
+    EXPECT_EQ(failing["faults_injected"].value("F2", 0), failing["offloads"].get<int>()) << "every copy is written to the failing host";
+    EXPECT_EQ(failing["loads"].get<int>(), 0);
+}
+
 // Proves: a full tier under tier_eviction lru drops entries for offloads, each the last copy of
 // its entry (tier_full, evictions_last_copy), and so offloads more than under none, which drops
 // nothing and leaves the GPU's admission to evict more; both stay clean under validated, and the
