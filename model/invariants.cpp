@@ -226,12 +226,17 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     if (live != w.live_segments) fail("ST1_state_table", "live segment count drifted");
     if (used != w.gpu_used_bytes)
         fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " + std::to_string(used));
-    if (disk_used != w.disk_used_bytes)
-        fail("ST1_state_table", "host/disk bytes in use drifted: counted " + std::to_string(w.disk_used_bytes) + ", actual " +
-                                    std::to_string(disk_used));
-    if (w.disk_used_bytes > w.limits.disk_capacity_bytes)
-        fail("ST1_state_table", "the host/disk tier holds " + std::to_string(w.disk_used_bytes) + " bytes, over its capacity " +
-                                    std::to_string(w.limits.disk_capacity_bytes));
+    // A pool's bytes in use against what its members add up to, and against its capacity.
+    const auto check_pool = [&](const char* pool, std::uint64_t counted, std::uint64_t actual, std::uint64_t capacity) {
+        if (counted != actual)
+            fail("ST1_state_table", std::string(pool) + " bytes in use drifted: counted " + std::to_string(counted) + ", actual " +
+                                        std::to_string(actual));
+        if (counted > capacity)
+            fail("ST1_state_table", std::string(pool) + " holds " + std::to_string(counted) + " bytes, over its capacity " +
+                                        std::to_string(capacity));
+    };
+    check_pool("the host/disk tier", w.disk_used_bytes, disk_used, w.limits.disk_capacity_bytes);
+    check_pool("host memory", w.host_used_bytes, host_used, w.limits.host_capacity_bytes);
     std::uint32_t walked = 0;
     for (std::uint32_t id = w.disk_lru_head, prev = kNone; id != kNone && walked <= tier_members; id = w.segments[id].lru_next) {
         if (!w.segments[id].in_lru || w.segments[id].slot != kNone || w.segments[id].lru_prev != prev) break;
@@ -241,12 +246,6 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     if (walked != tier_members)
         fail("ST1_state_table", "the host/disk tier's eviction list links " + std::to_string(walked) + " of its " +
                                     std::to_string(tier_members) + " entries");
-    if (host_used != w.host_used_bytes)
-        fail("ST1_state_table", "host memory bytes in use drifted: counted " + std::to_string(w.host_used_bytes) + ", actual " +
-                                    std::to_string(host_used));
-    if (w.host_used_bytes > w.limits.host_capacity_bytes)
-        fail("ST1_state_table", "host memory holds " + std::to_string(w.host_used_bytes) + " bytes, over its capacity " +
-                                    std::to_string(w.limits.host_capacity_bytes));
     walked = 0;
     for (std::uint32_t d = w.host_head, prev = kNone; d != kNone && walked <= host_members; d = w.disk[d].host_next) {
         const DiskObject& copy = w.disk[d];
