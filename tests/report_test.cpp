@@ -110,7 +110,8 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
         };
         for (const auto& [metric, key] : std::vector<std::pair<std::string, std::string>>{
                  {"lookups_total", "lookups"}, {"hits_total", "hits"}, {"silent_corruptions_total", "silent_corruptions"},
-                 {"offloads_total", "offloads"}, {"loads_total", "loads"}, {"load_failures_total", "load_failures"},
+                 {"offloads_total", "offloads"}, {"demotions_total", "demotions"}, {"loads_total", "loads"},
+                 {"load_failures_total", "load_failures"},
                  {"stale_revalidations_total", "stale_revalidations"}, {"admission_refusals_total", "admission_refusals"},
                  {"graph_recaptures_total", "graph_recaptures"}, {"prompt_tokens_total", "prompt_tokens"}, {"hit_tokens_total", "hit_tokens"},
                  {"recomputed_tokens_total", "recomputed_tokens"}, {"trimmed_tokens_total", "trimmed_tokens"}})
@@ -176,12 +177,14 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
     std::vector<kvcheck::sim::NamedReport> older = kvcheck::sim::load_run_reports(compare_);
     for (kvcheck::sim::NamedReport& nr : older)
         for (const char* key : {"requests_by_reuse_pct", "reused_tokens_by_source", "prompt_tokens", "token_hit_rate", "token_reuse_rate",
-                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause", "miss_tokens", "evictions_last_copy"})
+                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause", "miss_tokens", "evictions_last_copy",
+                                "demotions"})
             nr.report.erase(key);
     const std::string page = kvcheck::sim::report_html(older);
     EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 6u);
     EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 6);
     EXPECT_EQ(count(page, "<tr><th>trimmed_tokens</th><td>-</td></tr>"), 2u);
+    EXPECT_EQ(count(page, "<tr><th>demotions</th><td>-</td></tr>"), 2u);
 }
 
 // The compare page is one well-formed, self-contained document with both policies side by side.
