@@ -421,8 +421,11 @@ private:
         return seg.disk != model::kNone && world_.disk[seg.disk].on_host != 0;
     }
 
-    // When the transfer `op_id`, starting now on `tier`, ends.
-    std::uint64_t io_delay_ns(std::uint32_t op_id, const TierConfig& tier) {
+    // When the transfer `op_id`, starting now on tier `t` (0 host, 1 disk), ends. A tier moves one
+    // transfer's bytes at a time in each direction, at its bandwidth, first come first served;
+    // latency, jitter and F4's delay are the transfer's own and do not hold the link.
+    std::uint64_t io_delay_ns(std::uint32_t op_id, std::uint8_t t) {
+        const TierConfig& tier = t == 0 ? s_.host : s_.disk;
         const model::IoOp& op = world_.io[op_id];
         // F2 timeout: the transfer hangs, and the I/O engine gives up on it after the timeout.
         if (const std::uint64_t timeout = faults_.timeout_io_ns(op); timeout > 0) {
@@ -432,7 +435,9 @@ private:
         }
         const model::Segment& seg = world_.segments[op.segment];
         const double bytes = static_cast<double>(world_.bytes_of(seg));
-        std::uint64_t ns = static_cast<std::uint64_t>(bytes / tier.bandwidth_gb_per_s) + tier.latency_us * 1000;
+        std::uint64_t& link_free = link_free_ns_[t][op.kind == model::IoKind::load ? 1 : 0];
+        link_free = std::max(link_free, now_) + static_cast<std::uint64_t>(bytes / tier.bandwidth_gb_per_s);
+        std::uint64_t ns = link_free - now_ + tier.latency_us * 1000;
         if (tier.jitter_us > 0) ns += io_rng_.below(tier.jitter_us * 1000 + 1);
         const std::uint64_t late = faults_.late_io_ns(op);
         if (late > 0) {
@@ -452,12 +457,12 @@ private:
         if (out.read_request != model::kNone) judge_read(out.read_request);
         for (std::uint32_t op : out.io_started) {
             if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
-            const bool host = on_host(op);
+            const std::uint8_t tier = on_host(op) ? 0 : 1;
             if (tier_failures_ || world_.io[op].kind == model::IoKind::load) {
                 if (io_tier_.size() <= op) io_tier_.resize(op + 1);
-                io_tier_[op] = host ? 0 : 1;
+                io_tier_[op] = tier;
             }
-            schedule(now_ + io_delay_ns(op, host ? s_.host : s_.disk), EventKind::io_done, op, 0);
+            schedule(now_ + io_delay_ns(op, tier), EventKind::io_done, op, 0);
         }
         metrics_.demotions += out.demotions;
         for (const model::Eviction& e : out.evicted) {
@@ -531,6 +536,8 @@ private:
     std::vector<LoadMark> loaded_;       // by segment id: the last completed load of it for a request
     std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2> source_ranges_;  // count_sources' scratch, by tier (0 host, 1 disk)
     std::vector<std::uint8_t> hung_;     // F2 timeout: the I/O ops that hang until their timeout (1)
+    // When each tier's link is next free, by tier (0 host, 1 disk) and direction (0 to it, 1 from it).
+    std::array<std::array<std::uint64_t, 2>, 2> link_free_ns_{};
     FaultInjector faults_;
     Timeline timeline_;
     Metrics metrics_;

@@ -233,6 +233,46 @@ TEST(StorageTiers, TransfersRunWhereTheirCopyRests) {
     EXPECT_EQ(failing["loads"].get<int>(), 0);
 }
 
+// Proves: a tier's link moves one transfer's bytes at a time in each direction. A request whose
+// eight-block prefix was spilled to disk (no host memory, 1 MB/s, no latency or jitter) waits for
+// eight loads in a row, 8 x 16,384 B at 1e6 B/s, not for the one load it would wait for if each
+// transfer had the tier's whole bandwidth to itself; twice the bandwidth halves the wait.
+TEST(StorageTiers, ATiersLinkMovesOneTransferAtATime) {
+    const auto block = [](std::uint64_t id) { return nlohmann::json(id); };
+    nlohmann::json doc = {
+        {"name", "tier-link"},
+        {"description", "One request's prefix spills to disk; a later one loads it back through the disk's link."},
+        {"model", {{"name", "one-group"}, {"prefill_tokens_per_s", 100000},
+                   {"groups", {{{"name", "kv"}, {"kind", "full"}, {"layers", 1}, {"block_tokens", 16}, {"segment_tokens", 16},
+                                {"compress_ratio", 1}, {"bytes_per_token_layer", 1024}, {"layout_id", 1}}}}}},
+        {"workload", {{"requests", {{{"at_ms", 0}, {"input_tokens", 128}, {"output_tokens", 0}, {"block_tokens", 16},
+                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8)}}},
+                                    // Its allocation spills the first request's cold blocks.
+                                    {{"at_ms", 500}, {"input_tokens", 32}, {"output_tokens", 0}, {"block_tokens", 16},
+                                     {"blocks", {block(101), block(102)}}},
+                                    {{"at_ms", 1000}, {"input_tokens", 144}, {"output_tokens", 0}, {"block_tokens", 16},
+                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8), block(9)}}}}}}},
+        {"storage", {{"gpu_budget_bytes", 200000}, {"offload_watermark", 0.05},
+                     {"host", {{"capacity_bytes", 0}, {"bandwidth_gb_per_s", 20}, {"latency_us", 0}, {"jitter_us", 0}}},
+                     {"disk", {{"capacity_bytes", 1 << 30}, {"bandwidth_gb_per_s", 0.001}, {"latency_us", 0}, {"jitter_us", 0}}}}}};
+    const auto report = [](const nlohmann::json& scenario, const std::string& tag) {
+        const fs::path file = scratch(tag) / "tier-link.json";
+        write_text(file, scenario.dump(2));
+        const Outcome o = kvcheck({"run", file.string(), "--json", "--quiet"});
+        EXPECT_EQ(o.code, 0) << o.all();
+        return nlohmann::json::parse(o.out);
+    };
+    const nlohmann::json r = report(doc, "tier-link");
+    ASSERT_EQ(r["io_wait_ms"]["waits"].get<int>(), 1);
+    const int loads = r["loads"].get<int>();
+    EXPECT_EQ(loads, 8) << "the whole prefix comes back";
+    EXPECT_EQ(r["reused_tokens_by_source"]["disk"].get<int>(), 128);
+    const double one_load_ms = 16384 / 1e6 * 1e3;
+    EXPECT_NEAR(r["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms, 1e-3);
+    doc["storage"]["disk"]["bandwidth_gb_per_s"] = 0.002;
+    EXPECT_NEAR(report(doc, "tier-link-faster")["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms / 2, 1e-3);
+}
+
 // Proves: a full tier under tier_eviction lru drops entries for offloads, each the last copy of
 // its entry (tier_full, evictions_last_copy), and so offloads more than under none, which drops
 // nothing and leaves the GPU's admission to evict more; both stay clean under validated, and the
@@ -351,8 +391,15 @@ TEST(FaultActions, F2ModePartialCutsLoadsShort) {
 // transfers of mode "error" end at their usual time (a few ms); validated stays clean. A scheduled
 // timeout arms the next transfer to start and fires once.
 TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
+    // Tiers of 2 TB/s, so that a transfer that completes, even behind others on its tier's link,
+    // ends far sooner than the timeouts below.
     const auto report = [](const nlohmann::json& faults, const std::string& tag) {
-        const Outcome o = kvcheck({"run", f2_variant(faults, tag).string(), "--json", "--quiet"});
+        const fs::path source = kSourceDir / "scenarios" / "fault-f2-load-failure.json";
+        nlohmann::json doc = read_json(source);
+        doc.erase("expect");
+        doc["faults"] = faults;
+        for (const char* tier : {"host", "disk"}) doc["storage"][tier]["bandwidth_gb_per_s"] = 2000;
+        const Outcome o = kvcheck({"run", relocated_copy(source, doc, tag).string(), "--json", "--quiet"});
         EXPECT_EQ(o.code, 0) << o.all();
         return nlohmann::json::parse(o.out);
     };
