@@ -165,7 +165,8 @@ bool in_tier_list(const World& w, const Segment& s) {
 }
 
 // Host memory's list of copies (World::host_head): copy `id` in after `prev` (first when kNone),
-// and out again; host_used_bytes is the callers' to keep.
+// its bytes the caller's to count (a split's part shares the whole's), and out again, to disk or
+// off the tier, with its bytes.
 void host_link_after(World& w, std::uint32_t id, std::uint32_t prev) {
     DiskObject& d = w.disk[id];
     d.host_prev = prev;
@@ -175,8 +176,9 @@ void host_link_after(World& w, std::uint32_t id, std::uint32_t prev) {
     d.on_host = 1;
 }
 
-void host_unlink(World& w, std::uint32_t id) {
+void leave_host(World& w, std::uint32_t id) {
     DiskObject& d = w.disk[id];
+    w.host_used_bytes -= w.bytes_of(w.segments[d.owner]);
     (d.host_prev != kNone ? w.disk[d.host_prev].host_next : w.host_head) = d.host_next;
     (d.host_next != kNone ? w.disk[d.host_next].host_prev : w.host_tail) = d.host_prev;
     d.host_prev = d.host_next = kNone;
@@ -469,10 +471,7 @@ std::uint32_t allocate_disk(World& w, std::uint32_t owner) {
 }
 
 void free_disk(World& w, std::uint32_t id) {
-    if (w.disk[id].on_host != 0) {
-        w.host_used_bytes -= w.bytes_of(w.segments[w.disk[id].owner]);
-        host_unlink(w, id);
-    }
+    if (w.disk[id].on_host != 0) leave_host(w, id);
     w.disk[id].owner = kNone;
     w.disk[id].content = 0;
     w.free_disk.push_back(id);
@@ -483,11 +482,7 @@ std::uint32_t place_copy(World& w, std::uint32_t id) {
     const std::uint64_t capacity = w.limits.host_capacity_bytes;
     if (capacity == 0 || bytes > capacity) return 0;
     std::uint32_t moved = 0;
-    for (; w.host_used_bytes + bytes > capacity; ++moved) {
-        const std::uint32_t oldest = w.host_head;
-        w.host_used_bytes -= w.bytes_of(w.segments[w.disk[oldest].owner]);
-        host_unlink(w, oldest);
-    }
+    for (; w.host_used_bytes + bytes > capacity; ++moved) leave_host(w, w.host_head);
     host_link_after(w, id, w.host_tail);
     w.host_used_bytes += bytes;
     return moved;
