@@ -1,5 +1,5 @@
 // Fault targets: rate faults on the segments a request is about to read; scheduled faults either
-// act at once on the coldest candidate or arm the next opportunity of their class.
+// act at once on the coldest (or hottest) candidate or arm the next opportunity of their class.
 #include "sim/faults.hpp"
 
 #include "model/match.hpp"
@@ -95,17 +95,20 @@ std::optional<FaultAction> FaultInjector::roll_held(std::size_t slot, std::uint3
     return roll_rate(slot);
 }
 
-// The coldest segment of `form` the fault can still act on (one already damaged is skipped).
-void FaultInjector::first_enabled(StepKind kind, Form form, FaultClass fault, const Inject& inject) const {
-    for (std::uint32_t head : world_.lru_head)
-        for (std::uint32_t id = head; id != kNone; id = world_.segments[id].lru_next)
+// The least (or with `hottest`, the most) recently used segment of `form` the fault can still
+// act on, the first group's eviction list first; one already damaged is skipped.
+void FaultInjector::first_enabled(StepKind kind, Form form, FaultClass fault, FaultTarget target, const Inject& inject) const {
+    const bool hottest = target == FaultTarget::hottest;
+    for (std::size_t list = 0; list < world_.lru_head.size(); ++list)
+        for (std::uint32_t id = hottest ? world_.lru_tail[list] : world_.lru_head[list]; id != kNone;
+             id = hottest ? world_.segments[id].lru_prev : world_.segments[id].lru_next)
             if (world_.segments[id].form == form && inject({kind, id, 0}, fault)) return;
 }
 
-void FaultInjector::global(FaultClass fault, FaultAction action, const Inject& inject) {
+void FaultInjector::global(FaultClass fault, FaultAction action, FaultTarget target, const Inject& inject) {
     switch (fault) {
-        case FaultClass::F1: first_enabled(StepKind::interrupt_eviction, Form::compressed_kv, fault, inject); break;
-        case FaultClass::F3: first_enabled(StepKind::skew_index, Form::indexer_state, fault, inject); break;
+        case FaultClass::F1: first_enabled(StepKind::interrupt_eviction, Form::compressed_kv, fault, target, inject); break;
+        case FaultClass::F3: first_enabled(StepKind::skew_index, Form::indexer_state, fault, target, inject); break;
         case FaultClass::F5: {
             // Unless the entry names one: alternately a weights change and a layout change of the first group.
             const bool weights = action == FaultAction::weights || (action == FaultAction::usual && version_changes_++ % 2 == 0);
@@ -114,7 +117,7 @@ void FaultInjector::global(FaultClass fault, FaultAction action, const Inject& i
             break;
         }
         case FaultClass::F10: under_graph(kNone, action, inject); break;
-        case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, inject); break;
+        case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, target, inject); break;
         default: armed_[slot_of(fault, action)].push_back(action); break;  // waits for its next opportunity
     }
 }
@@ -123,7 +126,7 @@ void FaultInjector::fire_scheduled(std::uint32_t index, const Inject& inject) {
     Timed& t = scheduled_[index];
     if (t.left == 0) return;
     --t.left;
-    global(t.spec.fault, t.spec.action, inject);
+    global(t.spec.fault, t.spec.action, t.spec.target, inject);
 }
 
 void FaultInjector::aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject) {
@@ -168,7 +171,7 @@ void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
         const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
         aim(f, *action, preview.plan, inject);
     }
-    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request)) global(FaultClass::F5, *action, inject);
+    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request)) global(FaultClass::F5, *action, FaultTarget::coldest, inject);
 }
 
 void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {

@@ -61,9 +61,9 @@ private:
     std::optional<FaultAction> aimed_at(std::size_t slot, std::uint32_t request);
     FaultAction rate_action(std::size_t slot);
     void aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
-    void global(FaultClass fault, FaultAction action, const Inject& inject);
+    void global(FaultClass fault, FaultAction action, FaultTarget target, const Inject& inject);
     void under_graph(std::uint32_t request, FaultAction action, const Inject& inject);
-    void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, const Inject& inject) const;
+    void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, FaultTarget target, const Inject& inject) const;
 
     const model::World& world_;
     Rng rng_;

@@ -214,6 +214,13 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         spec.at_event = f.optional_unsigned("at_event", 0, 1ULL << 48);
         if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
         spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));
+        if (f.raw("target") != nullptr) {
+            const bool damages = spec.fault == FaultClass::F1 || spec.fault == FaultClass::F3 || spec.fault == FaultClass::F11;
+            if (!damages) problems.add(at + "/target", name + " chooses no segment by recency (only F1, F3 and F11 take \"target\")");
+            else if (!spec.at_ns && !spec.at_event)
+                problems.add(at + "/target", "only a scheduled firing (at_ms or at_event) takes \"target\"; a rate or at_request firing aims at the request's plan");
+            else if (f.choice("target", "coldest", {"coldest", "hottest"}) == "hottest") spec.target = FaultTarget::hottest;
+        }
         spec.extra_latency_us = f.unsigned_number("extra_latency_us", 50'000, 0, 1ULL << 32);
         if (f.raw("timeout_us") != nullptr && spec.action != FaultAction::timeout)
             problems.add(at + "/timeout_us", "only F2 with \"mode\": \"timeout\" takes \"timeout_us\", not " +

@@ -35,6 +35,10 @@ std::string_view fault_summary(FaultClass fault);     // "eviction interrupted m
 // What a firing of F2, F5, F6 or F10 does, when the entry names it (docs/faults.md, "Actions").
 enum class FaultAction : std::uint8_t { usual, weights, layout, evict, offload, migrate, partial, timeout };
 
+// Which segment a scheduled F1, F3 or F11 firing damages ("target"): the least or the most
+// recently used one of its form that it can still act on.
+enum class FaultTarget : std::uint8_t { coldest, hottest };
+
 struct FaultSpec {
     FaultClass fault = FaultClass::F1;
     // F2 ("mode"): partial or timeout (usual is an error); F5 ("change"): weights or layout; F6, F10
@@ -45,6 +49,7 @@ struct FaultSpec {
     std::optional<std::uint64_t> at_event; // ... or when the event counter reaches this ...
     std::optional<std::uint32_t> at_request;  // ... or at this request's opportunities (arrival order, from 0)
     std::uint32_t count = 1;               // scheduled: how many times to fire
+    FaultTarget target = FaultTarget::coldest;  // scheduled F1, F3, F11: which segment they damage
     std::uint64_t extra_latency_us = 0;    // F4: how late a late I/O is
     std::uint64_t timeout_us = 0;          // F2 timeout: how long after its start a hung transfer fails
 };

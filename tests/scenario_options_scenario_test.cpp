@@ -358,6 +358,44 @@ TEST(FaultTargets, F10ReachesWhatACapturedGraphReferences) {
     EXPECT_EQ(rl4(policy_report(f10, "validated")), 0);
 }
 
+// Proves: "target" chooses which segment a scheduled F11 damages. The same twenty firings hit
+// the least recently used compressed segments by default, which no later request reads, so
+// partial-segment-ok stays clean; with "hottest" they hit the ones just used, which the next turns
+// of those conversations resume, so partial-segment-ok reads damaged segments (FM1, OR1) and
+// validated recomputes them (partial_segment misses) without corruption.
+TEST(FaultTargets, HottestScheduledFiringsDamageWhatIsReadNext) {
+    const auto faults = [](const char* target) {
+        nlohmann::json list = nlohmann::json::array();
+        for (int ms : {5000, 10000, 20000, 40000}) list.push_back({{"fault", "F11"}, {"at_ms", ms}, {"count", 5}, {"target", target}});
+        return list;
+    };
+    const std::string file = "fault-f11-lost-block.json";
+    const fs::path coldest = fault_variant(file, faults("coldest"), "f11-coldest");
+    const fs::path hottest = fault_variant(file, faults("hottest"), "f11-hottest");
+    const auto fm1 = [](const nlohmann::json& r) { return r["invariant_violations"]["FM1_segment_whole"].get<int>(); };
+    const auto partial = [](const nlohmann::json& r) { return r["miss_reasons"].value("compressed_kv", nlohmann::json::object()).value("partial_segment", 0); };
+
+    const nlohmann::json cold = policy_report(coldest, "partial-segment-ok");
+    EXPECT_EQ(cold["faults_injected"].value("F11", 0), 20);
+    EXPECT_EQ(cold["silent_corruptions"].get<int>(), 0);
+    EXPECT_EQ(fm1(cold), 0);
+    // The default is the coldest: naming it changes nothing.
+    const fs::path unnamed = fault_variant(file, {{{"fault", "F11"}, {"at_ms", 5000}, {"count", 5}}, {{"fault", "F11"}, {"at_ms", 10000}, {"count", 5}},
+                                                  {{"fault", "F11"}, {"at_ms", 20000}, {"count", 5}}, {{"fault", "F11"}, {"at_ms", 40000}, {"count", 5}}},
+                                           "f11-unnamed");
+    EXPECT_EQ(policy_report(unnamed, "partial-segment-ok")["final_state_hash"], cold["final_state_hash"]);
+
+    const nlohmann::json hot = policy_report(hottest, "partial-segment-ok");
+    EXPECT_EQ(hot["faults_injected"].value("F11", 0), 20);
+    EXPECT_GT(hot["silent_corruptions"].get<int>(), 0);
+    EXPECT_GT(fm1(hot), 0);
+    const nlohmann::json guarded = policy_report(hottest, "validated");
+    EXPECT_EQ(guarded["silent_corruptions"].get<int>(), 0);
+    EXPECT_EQ(fm1(guarded), 0);
+    EXPECT_GT(partial(guarded), 0);
+    EXPECT_EQ(partial(policy_report(coldest, "validated")), 0);
+}
+
 // Proves: "mode" chooses how F2 fails a transfer. "error" is the default: naming it changes no
 // byte of report.json. Under validated's load-length check a partial load is a failed load, so
 // "partial" reaches the same final state with the same F2 firings and load failures; the
