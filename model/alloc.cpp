@@ -94,7 +94,7 @@ bool make_room(World& w, std::uint64_t bytes, AdmissionLog* log) {
         if (victim == kNone) return false;
         if (log != nullptr) {
             const Segment& v = w.segments[victim];
-            log->evicted.push_back({v.form, w.bytes_of(v), EvictionCause::admission, keeps_disk_copy(v)});
+            log->evicted.push_back({v.form, w.bytes_of(v), EvictionCause::admission, keeps_disk_copy(v), victim});
         }
         const std::size_t list = World::lru_list(w.segments[victim]);
         evict_segment(w, victim);
@@ -217,7 +217,7 @@ void make_tier_room(World& w, std::uint64_t bytes, std::vector<Eviction>& evicte
         const std::uint32_t victim = w.disk_lru_head;
         KV_ASSERT(victim != kNone, "make_tier_room without the room tier_has_room promised");
         const Segment& v = w.segments[victim];
-        evicted.push_back({v.form, w.bytes_of(v), EvictionCause::tier_full, false});
+        evicted.push_back({v.form, w.bytes_of(v), EvictionCause::tier_full, false, victim});
         free_segment(w, victim);
     }
 }

@@ -55,11 +55,11 @@ void release_if_unread(World& w, const Request& q, std::uint32_t id, StepOutcome
     if (s.writer != q.writer || s.stage != Stage::ready) return;
     const bool unread = s.is_tail || s.duplicate || private_window_block(w, s);
     if (unread && s.pins == 0) {
-        out.evicted.push_back({s.form, w.bytes_of(s), EvictionCause::release});
+        out.evicted.push_back({s.form, w.bytes_of(s), EvictionCause::release, false, id});
         free_segment(w, id);
     } else if (!unread && s.units() > 1 && s.form == Form::swa_window && w.group(s.group).kind == GroupKind::swa &&
                !s.shed && s.slot != kNone && s.disk == kNone && retained_units(w, s) < s.units()) {
-        out.evicted.push_back({s.form, shed(w, id), EvictionCause::release});
+        out.evicted.push_back({s.form, shed(w, id), EvictionCause::release, false, id, true});
     }
 }
 
@@ -146,7 +146,7 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
 // read starts and ends inside it, so that what the reader does not read stays free to be evicted,
 // offloaded or hit by faults on its own (a radix cache splits a node where a match ends). Plans
 // follow: their reads past the split name the new entry.
-void split_for_plan(World& w, Request& q) {
+void split_for_plan(World& w, Request& q, StepOutcome& out) {
     for (std::size_t i = 0; i < q.plan.size(); ++i) {
         const PlanEntry e = q.plan[i];
         if (e.segment == kNone || !w.segments[e.segment].live || w.segments[e.segment].epoch != e.epoch ||
@@ -167,6 +167,7 @@ void split_for_plan(World& w, Request& q) {
                 continue;
             const std::uint32_t right = split_segment(w, id, at);
             if (right == kNone) continue;
+            out.residency.push_back({Residency::Kind::split, right, id, static_cast<std::uint32_t>(out.evicted.size())});
             for (Request& other : w.requests)
                 for (PlanEntry& o : other.plan)
                     if (current(o) && o.start >= at)
@@ -175,9 +176,9 @@ void split_for_plan(World& w, Request& q) {
     }
 }
 
-void do_pin(World& w, std::uint32_t r) {
+void do_pin(World& w, std::uint32_t r, StepOutcome& out) {
     Request& q = w.requests[r];
-    split_for_plan(w, q);
+    split_for_plan(w, q, out);
     if (w.defenses.pin) {
         const std::uint8_t first = q.plan.empty() ? 0 : q.plan.front().group;
         for (const PlanEntry& e : q.plan) {
@@ -393,7 +394,7 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
     const std::uint32_t t = step.target;
     switch (step.kind) {
         case StepKind::lookup: do_lookup(w, t, out); break;
-        case StepKind::pin: do_pin(w, t); break;
+        case StepKind::pin: do_pin(w, t, out); break;
         case StepKind::revalidate: do_revalidate(w, t, out); break;
         case StepKind::allocate: do_allocate(w, t, out); break;
         case StepKind::read:
@@ -404,7 +405,7 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
         case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::evict:
-            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step, keeps_disk_copy(w.segments[t])});
+            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step, keeps_disk_copy(w.segments[t]), t});
             evict_segment(w, t);
             break;
         case StepKind::offload: {
@@ -417,10 +418,10 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
             if (partner != kNone && segment_enabled(w, {StepKind::offload, partner, 0})) start_offload(w, partner, out);
             break;
         }
-        case StepKind::io_complete: finish_io(w, t, IoEnd::complete); break;
-        case StepKind::io_fail: finish_io(w, t, IoEnd::failed); break;
-        case StepKind::misaligned_reload: finish_io(w, t, IoEnd::misaligned); break;
-        case StepKind::partial_load: finish_io(w, t, IoEnd::partial); break;
+        case StepKind::io_complete: finish_io(w, t, IoEnd::complete, out); break;
+        case StepKind::io_fail: finish_io(w, t, IoEnd::failed, out); break;
+        case StepKind::misaligned_reload: finish_io(w, t, IoEnd::misaligned, out); break;
+        case StepKind::partial_load: finish_io(w, t, IoEnd::partial, out); break;
         case StepKind::interrupt_eviction: {
             Segment& s = w.segments[t];
             s.stage = Stage::evicting;

@@ -44,6 +44,20 @@ struct Step {
     bool operator==(const Step&) const = default;
 };
 
+// A change of where an entry's content is that `StepOutcome::evicted` does not name, for the
+// drivers' residency figures (sim/entry_ages.hpp): the content reached a GPU slot (written, or
+// loaded back from host/disk), an extent split (`id` the new part, `from` the entry it split from, whose history
+// it shares), or the GPU copy went once its offload completed. It happened after the step's
+// first `after_evictions` evictions and before the rest (an id an eviction frees may be reused
+// by a write in the same step).
+struct Residency {
+    enum class Kind : std::uint8_t { written, loaded, split, offloaded };
+    Kind kind = Kind::written;
+    std::uint32_t id = kNone;
+    std::uint32_t from = kNone;
+    std::uint32_t after_evictions = 0;
+};
+
 struct StepOutcome {
     std::optional<LookupResult> lookup;       // set by lookup
     std::uint32_t read_request = kNone;       // set by read: invariants examine that request's plan
@@ -51,6 +65,7 @@ struct StepOutcome {
     std::vector<std::uint32_t> evicted_while_pinned;  // RL3 evidence
     std::vector<Eviction> evicted;            // admission and explicit evictions, for metrics
     std::vector<std::uint32_t> io_started;    // new I/O ops the driver must complete or fail
+    std::vector<Residency> residency;         // GPU arrivals, splits and offloads' departures
     std::uint32_t recaptures = 0;
     std::uint32_t tokens_computed = 0;        // prefill or decode tokens computed
     std::uint32_t index_rebuilds = 0;
@@ -65,9 +80,11 @@ struct StepOutcome {
         fresh.evicted_while_pinned.swap(evicted_while_pinned);
         fresh.evicted.swap(evicted);
         fresh.io_started.swap(io_started);
+        fresh.residency.swap(residency);
         fresh.evicted_while_pinned.clear();
         fresh.evicted.clear();
         fresh.io_started.clear();
+        fresh.residency.clear();
         *this = std::move(fresh);
     }
 };

@@ -64,7 +64,7 @@ bool start_load(World& w, std::uint32_t r, std::uint32_t id, StepOutcome& out) {
     return true;
 }
 
-void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
+void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
     KV_ASSERT((end != IoEnd::misaligned && end != IoEnd::partial) || w.io[op_id].kind == IoKind::load,
               "only a load lands in a staging buffer or arrives in part");
     // The length check compares the bytes that arrived with the segment's size: a short load is
@@ -87,6 +87,7 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
                 refresh_evictable(w, op.segment);
             } else {
                 release_slot(w, op.segment);
+                out.residency.push_back({Residency::Kind::offloaded, op.segment, kNone, static_cast<std::uint32_t>(out.evicted.size())});
                 s.stage = Stage::on_disk;
                 ++s.epoch;
                 refresh_evictable(w, op.segment);
@@ -115,6 +116,7 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
         s.stage = Stage::ready;
         ++s.epoch;
         touch(w, op.segment);
+        out.residency.push_back({Residency::Kind::loaded, op.segment, kNone, static_cast<std::uint32_t>(out.evicted.size())});
         const std::uint8_t ig = indexer_of(w, s.group);
         if (!w.defenses.restore_index_with_kv && ig != 0xFF) {
             // Mutant `kv-without-index`: the indexer pages come back as empty pages that claim to
@@ -130,6 +132,7 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end) {
                 p.set_indexed_version(w.segments[op.segment].data_version());
                 ++p.epoch;
                 touch(w, partner);
+                out.residency.push_back({Residency::Kind::loaded, partner, kNone, static_cast<std::uint32_t>(out.evicted.size())});
             }
         }
     } else {

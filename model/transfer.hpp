@@ -24,6 +24,6 @@ enum class IoEnd : std::uint8_t { complete, failed, misaligned, partial };
 
 // Completes or fails an I/O operation. A partial load fails when the load-length check is on;
 // without it the segment becomes resident with torn content.
-void finish_io(World& w, std::uint32_t op_id, IoEnd end);
+void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out);
 
 }  // namespace kvcheck::model

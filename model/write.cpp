@@ -47,6 +47,7 @@ bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
     w.segments[id].duplicate = duplicate;
     q.owned.push_back(id);
     hold(w, q, id);
+    out.residency.push_back({Residency::Kind::written, id, kNone, static_cast<std::uint32_t>(out.evicted.size())});
     return true;
 }
 

@@ -6,7 +6,8 @@
 // actor weights, swarm style) plus a sequence of bytes, each picking one enabled step (pick_step).
 // When the bytes run out the earliest request's next step is taken, so every case runs its
 // requests to the end and a shrunk sequence keeps only its deviations from that default.
-//   (a) validated never violates an invariant, and the runs reach every step kind and verdict;
+//   (a) validated never violates an invariant, the runs reach every step kind and verdict, and the
+//       steps report every entry that reaches or leaves the GPU;
 //   (b) every mutant is caught violating the invariant its policy entry names, shrunk short.
 // Seeds are fixed and passed to RapidCheck directly, so runs are deterministic; the "Using
 // configuration: seed=..." line RapidCheck prints is its global default, which is not used here.
@@ -242,7 +243,46 @@ struct CaseRun {
     std::size_t cut_lookups = 0;               // lookups whose misses' tokens were summed (cut_accounted)
     std::size_t tier_drops = 0;                // entries a full tier dropped for an offload
     std::size_t demotions = 0;                 // copies moved from host memory to disk
+    std::size_t arrivals = 0;                  // entries whose content reached the GPU (StepOutcome::residency)
 };
+
+// Which entries hold content on the GPU, kept from the steps' reports alone (evictions and
+// StepOutcome::residency in the order they happened), as the simulator's entry ages keep it.
+// Returns the arrivals reported.
+std::size_t follow_residency(const model::StepOutcome& out, std::vector<bool>& on_gpu) {
+    std::size_t next = 0, arrivals = 0;
+    const auto at = [&](std::uint32_t id) -> std::vector<bool>::reference {
+        if (on_gpu.size() <= id) on_gpu.resize(id + 1, false);
+        return on_gpu[id];
+    };
+    const auto evictions_until = [&](std::size_t end) {
+        for (; next < end; ++next)
+            if (!out.evicted[next].shed) at(out.evicted[next].segment) = false;
+    };
+    for (const model::Residency& r : out.residency) {
+        evictions_until(r.after_evictions);
+        switch (r.kind) {
+            case model::Residency::Kind::written:
+            case model::Residency::Kind::loaded: at(r.id) = true, ++arrivals; break;
+            case model::Residency::Kind::split: at(r.id) = static_cast<bool>(at(r.from)); break;
+            case model::Residency::Kind::offloaded: at(r.id) = false; break;
+        }
+    }
+    evictions_until(out.evicted.size());
+    return arrivals;
+}
+
+// The first entry whose content is on the GPU (a slot, and not still loading) where the mirror
+// says otherwise, or the reverse; kNone when they agree.
+std::uint32_t residency_mismatch(const model::World& w, std::vector<bool>& on_gpu) {
+    on_gpu.resize(std::max(on_gpu.size(), w.segments.size()), false);
+    for (std::uint32_t id = 0; id < on_gpu.size(); ++id) {
+        const bool holds = id < w.segments.size() && w.segments[id].live && w.segments[id].slot != model::kNone &&
+                           w.segments[id].stage != model::Stage::loading;
+        if (holds != on_gpu[id]) return id;
+    }
+    return model::kNone;
+}
 
 // Whether a lookup's misses account for every token its groups cut: under group intersection the
 // cuts add up to the hash hit on the grain minus the resume length. Not checked for a verdict
@@ -287,6 +327,7 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
     std::uint8_t background = 0;
     std::vector<model::Step> enabled;
     std::vector<model::Violation> found;
+    std::vector<bool> on_gpu;
     for (std::size_t i = 0; i < choices.size() + kTailSteps; ++i) {
         model::enabled_steps(world, allowed_kinds(scope, faults, background), enabled);
         const auto not_arrived = [&](const model::Step& s) {
@@ -304,6 +345,13 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
             return e.cause == model::EvictionCause::tier_full;
         }));
         run.demotions += outcome.demotions;
+        run.arrivals += follow_residency(outcome, on_gpu);
+        if (const std::uint32_t id = watch.empty() ? residency_mismatch(world, on_gpu) : model::kNone; id != model::kNone) {
+            run.violations.push_back({"residency", "entry " + std::to_string(id) + (on_gpu[id] ? " left" : " reached") +
+                                                       " the GPU without a report in StepOutcome::evicted or ::residency"});
+            run.violated = true;
+            return run;
+        }
         if (outcome.lookup && watch.empty() &&
             !cut_accounted(world, defenses, world.requests[step.target], *outcome.lookup, run.cut_lookups)) {
             run.violations.push_back({"miss_tokens", "the misses' tokens do not add up to what the lookup cut"});
@@ -368,6 +416,7 @@ struct Search {
     std::size_t cut_lookups = 0;
     std::size_t tier_drops = 0;
     std::size_t demotions = 0;
+    std::size_t arrivals = 0;
 };
 
 // RapidCheck's default listener registers every failure for a "reproduce with RC_PARAMS" note at
@@ -398,6 +447,7 @@ Search search(const model::Defenses& defenses, const std::string& watch, bool va
         result.cut_lookups += run.cut_lookups;
         result.tier_drops += run.tier_drops;
         result.demotions += run.demotions;
+        result.arrivals += run.arrivals;
         if (run.violated) {
             result.shrunk = run;
             std::ostringstream shown;
@@ -474,6 +524,7 @@ void expect_clean_and_not_vacuous(const Search& s) {
     EXPECT_GE(s.cut_lookups, std::size_t{kValidatedCases} / 10) << "few lookups were cut short, so the miss tokens were rarely summed";
     EXPECT_GE(s.tier_drops, 30u) << "a full host/disk tier rarely dropped an entry";
     EXPECT_GE(s.demotions, 30u) << "host memory rarely moved a copy to disk";
+    EXPECT_GE(s.arrivals, std::size_t{kValidatedCases}) << "few entries reached the GPU, so the residency reports were rarely followed";
 }
 
 }  // namespace
@@ -515,13 +566,15 @@ TEST(ModelProperty, SameSeedSameCounterexample) {
 // with every actor, every rollout mode and random fault classes; and the runs are not vacuous:
 // every step kind was taken and every verdict given at least 30 times, and a tenth of the cases
 // resumed a read from the cache. Every lookup's misses also account for the tokens it cut
-// (cut_accounted), checked at a tenth as many lookups as there are cases at least.
+// (cut_accounted), checked at a tenth as many lookups as there are cases at least; and after
+// every step, which entries hold content on the GPU is what the steps' reports of evictions and
+// residency changes say (follow_residency, as the simulator's entry ages read them).
 TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
     const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
                             kFullSize);
     expect_clean_and_not_vacuous(s);
     std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
-              << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, " << s.demotions << " demotions, " << s.seconds << " s\nsteps by kind:";
+              << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, " << s.demotions << " demotions, " << s.arrivals << " GPU arrivals, " << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
         std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
     std::cout << "\nverdicts:";
