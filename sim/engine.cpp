@@ -454,7 +454,11 @@ private:
         read_violations_.clear();
         model::check_invariants(world_, out, s_.structural_checks, read_violations_);
         count(read_violations_);
-        if (out.read_request != model::kNone) judge_read(out.read_request);
+        ages_.after_step(world_, out, now_, metrics_.ages);
+        if (out.read_request != model::kNone) {
+            judge_read(out.read_request);
+            ages_.read(world_, out.read_request, now_, metrics_.ages);
+        }
         for (std::uint32_t op : out.io_started) {
             if (world_.io[op].kind == model::IoKind::offload) ++metrics_.offloads;
             const std::uint8_t tier = on_host(op) ? 0 : 1;
@@ -541,6 +545,7 @@ private:
     FaultInjector faults_;
     Timeline timeline_;
     Metrics metrics_;
+    EntryAges ages_;
     std::unique_ptr<ArrivalStream> arrivals_;
     TraceRecord next_;
     std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;

@@ -43,6 +43,28 @@ void Metrics::sample_memory(const model::World& w) {
 
 namespace {
 
+nlohmann::json age_summary(const DurationHistogram& h) {
+    return {{"count", h.count()}, {"mean", h.mean_ms()}, {"p50", h.quantile_ms(0.5)}, {"p90", h.quantile_ms(0.9)},
+            {"p99", h.quantile_ms(0.99)}, {"max", h.max_ms()}};
+}
+
+// Each age over all forms ("all") and by form, for the forms that have any.
+nlohmann::json entry_ages(const Metrics& m) {
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t a = 0; a < kAgeNames.size(); ++a) {
+        DurationHistogram all;
+        nlohmann::json forms = nlohmann::json::object();
+        for (model::Form f : model::kAllForms) {
+            const DurationHistogram& h = m.ages[a][static_cast<std::size_t>(f)];
+            all.merge(h);
+            if (h.count() > 0) forms[std::string(model::form_name(f))] = age_summary(h);
+        }
+        forms["all"] = age_summary(all);
+        out[kAgeNames[a]] = forms;
+    }
+    return out;
+}
+
 std::map<std::string, std::uint64_t> by_form(const std::array<std::uint64_t, model::kFormCount>& counts) {
     std::map<std::string, std::uint64_t> out;
     for (model::Form f : model::kAllForms)
@@ -243,6 +265,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"first_violations", m.first_violation},
             {"ttft_ms", {{"p50", m.ttft.at(0.5)}, {"p99", m.ttft.at(0.99)}}},
             {"io_wait_ms", {{"p50", m.io_wait.at(0.5)}, {"p99", m.io_wait.at(0.99)}, {"waits", m.io_wait.count()}}},
+            {"entry_ages_ms", entry_ages(m)},
             {"memory_bytes", peaks(m)},
             {"series", series_json(m.series)},
             {"events", m.events},
@@ -344,6 +367,28 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     counter("io_waits_total", "Waits of a request for its loads.", m.io_wait.count());
     gauge("io_wait_p50_ms", "Median wait for loads (ms).", m.io_wait.at(0.5));
     gauge("io_wait_p99_ms", "99th percentile wait for loads (ms).", m.io_wait.at(0.99));
+    // Entry ages on decade buckets, 1 ms to 10,000 s (bounds of DurationHistogram, so exact).
+    static constexpr std::array<const char*, 3> kAgeHelp{
+        "Time entries stayed on the GPU, from arrival (written or loaded) to eviction or offload, per form.",
+        "Time entries sat on the GPU since their last read (or arrival) when they went, per form.",
+        "Time from an entry's arrival or last read to its next read, per form."};
+    for (std::size_t a = 0; a < kAgeNames.size(); ++a) {
+        const std::string name = std::string("kvcheck_entry_") + kAgeNames[a] + "_seconds";
+        out << "# HELP " << name << " " << kAgeHelp[a] << "\n# TYPE " << name << " histogram\n";
+        for (model::Form f : model::kAllForms) {
+            const DurationHistogram& h = m.ages[a][static_cast<std::size_t>(f)];
+            if (h.count() == 0) continue;
+            const std::string labels = policy + ",form=\"" + std::string(model::form_name(f)) + "\"";
+            std::uint64_t ns = 1'000'000;
+            for (const char* le : {"0.001", "0.01", "0.1", "1", "10", "100", "1000", "10000"}) {
+                out << name << "_bucket{" << labels << ",le=\"" << le << "\"} " << h.at_most(ns) << "\n";
+                ns *= 10;
+            }
+            out << name << "_bucket{" << labels << ",le=\"+Inf\"} " << h.count() << "\n";
+            out << name << "_sum{" << labels << "} " << h.sum_ms() / 1000 << "\n";
+            out << name << "_count{" << labels << "} " << h.count() << "\n";
+        }
+    }
     out << "# HELP kvcheck_memory_peak_bytes Peak bytes per form (GPU), state table and tiers.\n"
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
     for (const auto& [form, bytes] : peaks(m))

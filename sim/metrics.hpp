@@ -13,6 +13,7 @@
 
 #include "model/alloc.hpp"
 #include "model/world.hpp"
+#include "sim/entry_ages.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvcheck::sim {
@@ -126,6 +127,7 @@ struct Metrics {
     Percentiles ttft;
     Percentiles io_wait;
     std::uint64_t io_wait_us_total = 0;
+    AgeHistograms ages;                   // entry ages (sim/entry_ages.hpp), by age and form
     Series series;
     std::array<std::uint64_t, model::kFormCount> peak_form_bytes{};  // GPU by form (on_disk_prefix: disk)
     std::uint64_t peak_state_table_bytes = 0;

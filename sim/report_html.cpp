@@ -93,7 +93,7 @@ json load_report(const std::filesystem::path& file) {
     static const json later = json::parse(R"({"requests_by_reuse_pct": {"*": 0}, "evictions_by_cause": {"*": {"*": 0}},
         "evictions_last_copy": {"*": 0}, "prompt_tokens": 0, "token_hit_rate": 0.5, "token_reuse_rate": 0.5,
         "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}},
-        "warnings": [{"code": "", "message": ""}]})");
+        "warnings": [{"code": "", "message": ""}], "entry_ages_ms": {"*": {"*": {"count": 0, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0}}}})");
     for (const auto& [key, item] : later.items())
         if (report.contains(key)) check_shape(report[key], item, "/" + key, name);
     const json& series = report["series"];
@@ -412,6 +412,11 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
     for (const std::string& name : s.faults) row("faults_injected " + name, svg::format_value(r["faults_injected"].value(name, 0.0), Unit::count));
     for (const std::string& name : s.memory)
         row("peak " + name, svg::format_value(r["memory_bytes"].value(name, 0.0), Unit::bytes));
+    for (const char* age : {"lifetime", "idle_before_eviction", "reuse_gap"})
+        for (const char* p : {"p50", "p99"}) {
+            const std::string key = std::string("entry_ages_ms.") + age + ".all." + p;
+            row(std::string("entry ") + age + " " + p, report_value(r, key) ? svg::format_value(number(r, key), Unit::ms) : "-");
+        }
     row("simulated time", svg::format_value(number(r, "sim_time_s") * 1000, Unit::ms));
     row("final_state_hash", r["final_state_hash"].get<std::string>());
     row("unseed", r["unseed"].get<std::string>());
@@ -440,6 +445,8 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
         {"ttft_ms.p99", "TTFT p99", Unit::ms},
         {"io_wait_ms.p50", "I/O wait p50", Unit::ms},
         {"io_wait_ms.p99", "I/O wait p99", Unit::ms},
+        {"entry_ages_ms.lifetime.all.p50", "entry lifetime p50", Unit::ms},
+        {"entry_ages_ms.reuse_gap.all.p50", "entry reuse gap p50", Unit::ms},
         {"memory_bytes.gpu_total", "peak GPU memory", Unit::bytes},
     };
     std::string out = "<table class=\"comparison\"><tr><th>metric</th>";

@@ -278,6 +278,10 @@ TEST_F(ReportTest, BadRunFoldersExitTwoWithOneLine) {
                        "/hit_rate: expected a number");
     expect_input_error(write("schema", std::regex_replace(good, std::regex("\"schema_version\": 1"), "\"schema_version\": 99")),
                        "/schema_version: report schema 99");
+    // A figure added after schema 1 (entry ages) is checked when a report has it.
+    nlohmann::json aged = nlohmann::json::parse(good);
+    aged["entry_ages_ms"]["lifetime"]["all"]["p50"] = -5;
+    expect_input_error(write("ages", aged.dump(2)), "/entry_ages_ms/lifetime/all/p50: expected a number of 0 or more, got -5");
     EXPECT_THROW(kvcheck::sim::load_run_reports(bad + "/type"), kvcheck::sim::InputError);
     fs::remove_all(bad);
 }

@@ -1,10 +1,12 @@
 // The token figures of a run and its warnings (docs/metrics.md): prompt tokens as the denominator
 // of the token rates, reused tokens split by the tier they came from, recomputed tokens the resume
-// grain trimmed, and the run-wide warnings that prefix caching did nothing or little.
+// grain trimmed, the run-wide warnings that prefix caching did nothing or little, and the entry
+// ages (how long entries stay on the GPU, sit unread, and wait between reads).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <regex>
+#include <sstream>
 
 #include "tests/cli_fixtures.hpp"
 
@@ -209,4 +211,94 @@ TEST(Warnings, LittleResumedGivesTheShare) {
     EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nreused tokens from gpu +[0-9]+ +[0-9]+\n"))) << cmp.out;
     const std::string partial = validated["miss_tokens"]["compressed_kv"]["partial_segment"].dump();
     EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nmiss tokens compressed_kv\\.partial_segment +0 +" + partial + "\n"))) << cmp.out;
+}
+
+// Proves: the reuse gap runs from an entry's creation (or last read) to its next read. Request 0
+// writes a prompt; request 1 reads it 2 s later and request 2 reads it again 3 s after that; every
+// gap is at most those distances and most are about them. With a GPU budget that holds
+// everything no entry leaves the GPU, so no lifetime or idle time is counted: an entry still on
+// the GPU at the end of the run gives none.
+TEST(EntryAges, ReuseGapsRunFromTheLastRead) {
+    const std::vector<int> blocks{1, 2, 3, 4, 5, 6, 7, 8};
+    const auto run = [&](const std::vector<int>& at_ms) {
+        nlohmann::json requests = nlohmann::json::array();
+        for (int at : at_ms) requests.push_back(request(at, 128, blocks));
+        return run_json(toy_scenario("ages-" + std::to_string(at_ms.size()), requests), "validated");
+    };
+    const nlohmann::json two = run({0, 2000});
+    const nlohmann::json three = run({0, 2000, 5000});
+    const nlohmann::json& gap2 = two["entry_ages_ms"]["reuse_gap"]["all"];
+    const nlohmann::json& gap3 = three["entry_ages_ms"]["reuse_gap"]["all"];
+    ASSERT_GT(gap2["count"].get<int>(), 0);
+    EXPECT_EQ(gap3["count"].get<int>(), 2 * gap2["count"].get<int>()) << "the third request reads what the second read";
+    EXPECT_LE(gap2["max"].get<double>(), 2000.0);
+    EXPECT_GT(gap2["p50"].get<double>(), 1500.0);
+    EXPECT_LE(gap3["max"].get<double>(), 3000.0);
+    EXPECT_GT(gap3["max"].get<double>(), 2500.0);
+    for (const nlohmann::json* r : {&two, &three}) {
+        const nlohmann::json& ages = (*r)["entry_ages_ms"];
+        EXPECT_EQ(ages["lifetime"]["all"]["count"].get<int>(), 0);
+        EXPECT_EQ(ages["idle_before_eviction"]["all"]["count"].get<int>(), 0);
+        EXPECT_EQ(ages["lifetime"].size(), 1u) << "no form has a lifetime";
+    }
+}
+
+// Proves: under a GPU budget that evicts (quickstart), every entry that leaves the GPU counts once
+// in each of lifetime and idle time, by form, and the forms add up to "all"; there are at least as
+// many departures as admission evictions and at most as many as evictions and offloads; idle
+// time never exceeds lifetime; and metrics.prom gives each age as a Prometheus histogram per form whose buckets
+// never fall, whose +Inf bucket is its count and whose count is report.json's.
+TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
+    const fs::path out = scratch("ages-quickstart");
+    const Outcome o = kvcheck({"run", (kSourceDir / "scenarios" / "quickstart.json").string(), "--out", out.string(), "--quiet"});
+    ASSERT_EQ(o.code, 0) << o.all();
+    const nlohmann::json report = read_json(out / "report.json");
+    const nlohmann::json& ages = report["entry_ages_ms"];
+    std::uint64_t departures = 0;
+    for (const char* age : {"lifetime", "idle_before_eviction", "reuse_gap"}) {
+        SCOPED_TRACE(age);
+        std::uint64_t sum = 0;
+        for (const auto& [form, h] : ages[age].items())
+            if (form != "all") sum += h["count"].get<std::uint64_t>();
+        EXPECT_EQ(sum, ages[age]["all"]["count"].get<std::uint64_t>());
+        EXPECT_GT(sum, 0u);
+        if (std::string(age) == "lifetime") departures = sum;
+    }
+    EXPECT_EQ(ages["idle_before_eviction"]["all"]["count"].get<std::uint64_t>(), departures);
+    EXPECT_LE(ages["idle_before_eviction"]["all"]["max"].get<double>(), ages["lifetime"]["all"]["max"].get<double>());
+    // Every departure is an eviction from the GPU or an offload's release, and every admission
+    // eviction takes an entry off the GPU.
+    std::uint64_t gpu_evictions = 0;
+    for (const auto& [cause, forms] : report["evictions_by_cause"].items())
+        if (cause != "tier_full")
+            for (const auto& [form, n] : forms.items()) gpu_evictions += n.get<std::uint64_t>();
+    EXPECT_LE(departures, gpu_evictions + report["offloads"].get<std::uint64_t>());
+    std::uint64_t admissions = 0;
+    for (const auto& [form, n] : report["evictions_by_cause"]["admission"].items()) admissions += n.get<std::uint64_t>();
+    EXPECT_GT(admissions, 0u);
+    EXPECT_GE(departures, admissions);
+
+    const std::string prom = read_text(out / "metrics.prom");
+    const std::regex line(R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{policy="validated",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
+    std::map<std::string, std::uint64_t> last_bucket, count, inf;
+    std::istringstream lines(prom);
+    for (std::string l; std::getline(lines, l);) {
+        std::smatch m;
+        if (!std::regex_match(l, m, line)) continue;
+        const std::string key = m[1].str() + "/" + m[3].str();
+        const std::uint64_t n = std::stoull(m[5].str());
+        if (m[2] == "count") {
+            count[key] = n;
+            continue;
+        }
+        EXPECT_GE(n, last_bucket[key]) << l;
+        last_bucket[key] = n;
+        if (m[4] == "+Inf") inf[key] = n;
+    }
+    ASSERT_FALSE(count.empty());
+    for (const auto& [key, n] : count) {
+        EXPECT_EQ(inf[key], n) << key;
+        const std::string age = key.substr(0, key.find('/')), form = key.substr(key.find('/') + 1);
+        EXPECT_EQ(ages[age][form]["count"].get<std::uint64_t>(), n) << key;
+    }
 }

@@ -39,6 +39,12 @@ void print_summary(const nlohmann::json& j, FILE* to) {
                  tokens("reused_tokens"), tokens("reused_tokens_by_source.gpu"), tokens("reused_tokens_by_source.host"),
                  tokens("reused_tokens_by_source.disk"), tokens("recomputed_tokens"), tokens("trimmed_tokens"), j["ttft_ms"]["p50"].get<double>(),
                  j["ttft_ms"]["p99"].get<double>());
+    if (const nlohmann::json* ages = sim::report_value(j, "entry_ages_ms")) {
+        std::fprintf(to, "entry_ages_ms p50/p99:");
+        for (const char* age : {"lifetime", "idle_before_eviction", "reuse_gap"})
+            std::fprintf(to, " %s=%.1f/%.1f", age, (*ages)[age]["all"]["p50"].get<double>(), (*ages)[age]["all"]["p99"].get<double>());
+        std::fprintf(to, "\n");
+    }
     for (const char* key : {"miss_reasons", "miss_tokens"}) {
         std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j, key);
         if (misses.empty()) continue;
@@ -79,6 +85,8 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
         {"requests_by_reuse_pct.90-100", "requests reusing 90-100 %"},
         {"ttft_ms.p50", "TTFT p50 (ms)"},
         {"ttft_ms.p99", "TTFT p99 (ms)"},
+        {"entry_ages_ms.lifetime.all.p50", "entry lifetime p50 (ms)"},
+        {"entry_ages_ms.reuse_gap.all.p50", "entry reuse gap p50 (ms)"},
     };
     for (const auto& [key, label] : figures) {
         std::vector<std::string> cells;
