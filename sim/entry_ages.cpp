@@ -1,6 +1,7 @@
 #include "sim/entry_ages.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace kvcheck::sim {
@@ -23,22 +24,38 @@ constexpr std::array<std::uint64_t, DurationHistogram::kBounds> make_bounds() {
 constexpr std::array<std::uint64_t, DurationHistogram::kBounds> kBoundsNs = make_bounds();
 static_assert(kBoundsNs.back() == 10'000'000'000'000ULL, "the last bound is 10,000 s");
 
+// For each bit width of a duration, the first bucket whose bound reaches 2^(width-1), its least
+// value: add() steps forward from there, at most a few buckets (an octave spans 3 or 4).
+constexpr std::array<std::uint8_t, 65> make_first_bucket() {
+    std::array<std::uint8_t, 65> first{};
+    for (std::size_t width = 1; width < first.size(); ++width) {
+        const std::uint64_t least = std::uint64_t{1} << (width - 1);
+        std::size_t b = 0;
+        while (b < kBoundsNs.size() && kBoundsNs[b] < least) ++b;
+        first[width] = static_cast<std::uint8_t>(b);
+    }
+    return first;
+}
+
+constexpr std::array<std::uint8_t, 65> kFirstBucket = make_first_bucket();
+
 }  // namespace
 
 std::uint64_t DurationHistogram::bound_ns(std::size_t b) { return kBoundsNs[b]; }
 
 void DurationHistogram::add(std::uint64_t ns) {
-    const std::size_t b = static_cast<std::size_t>(std::lower_bound(kBoundsNs.begin(), kBoundsNs.end(), ns) - kBoundsNs.begin());
+    std::size_t b = kFirstBucket[static_cast<std::size_t>(std::bit_width(ns))];
+    while (b < kBoundsNs.size() && kBoundsNs[b] < ns) ++b;
     ++buckets_[b];
     ++count_;
-    sum_ms_ += static_cast<double>(ns) / 1e6;
+    sum_ns_ += static_cast<double>(ns);
     max_ns_ = std::max(max_ns_, ns);
 }
 
 void DurationHistogram::merge(const DurationHistogram& other) {
     for (std::size_t b = 0; b < buckets_.size(); ++b) buckets_[b] += other.buckets_[b];
     count_ += other.count_;
-    sum_ms_ += other.sum_ms_;
+    sum_ns_ += other.sum_ns_;
     max_ns_ = std::max(max_ns_, other.max_ns_);
 }
 
@@ -59,18 +76,15 @@ std::uint64_t DurationHistogram::at_most(std::uint64_t ns) const {
     return n;
 }
 
-EntryAges::Stamp& EntryAges::stamp(std::uint32_t id) {
-    if (id >= stamps_.size()) stamps_.resize(std::max<std::size_t>(id + 1, stamps_.size() * 3 / 2));
-    return stamps_[id];
-}
+void EntryAges::grow(std::uint32_t id) { stamps_.resize(std::max<std::size_t>(id + 1, stamps_.size() * 3 / 2)); }
 
 void EntryAges::depart(std::uint32_t id, model::Form form, std::uint64_t now_ns, AgeHistograms& ages) {
     Stamp& s = stamp(id);
-    if (!s.resident) return;  // it held no GPU copy (on host/disk only)
-    s.resident = false;
+    if (!s.resident()) return;  // it held no GPU copy (on host/disk only)
+    s.since &= ~kResident;
     const auto f = static_cast<std::size_t>(form);
-    ages[static_cast<std::size_t>(Age::lifetime)][f].add(now_ns - s.since_ns);
-    ages[static_cast<std::size_t>(Age::idle_before_eviction)][f].add(now_ns - std::max(s.since_ns, s.used_ns));
+    ages[static_cast<std::size_t>(Age::lifetime)][f].add(now_ns - s.since_ns());
+    ages[static_cast<std::size_t>(Age::idle_before_eviction)][f].add(now_ns - std::max(s.since_ns(), s.used_ns));
 }
 
 void EntryAges::after_step(const model::World& w, const model::StepOutcome& out, std::uint64_t now_ns, AgeHistograms& ages) {
@@ -88,9 +102,8 @@ void EntryAges::after_step(const model::World& w, const model::StepOutcome& out,
             case model::Residency::Kind::written:
             case model::Residency::Kind::loaded: {
                 Stamp& s = stamp(r.id);
-                if (s.resident) ++unreported_;
                 // A load brings back content read before: its reuse gap runs from that read.
-                s = {now_ns, r.kind == model::Residency::Kind::written ? now_ns : s.used_ns, true};
+                s = {now_ns | kResident, r.kind == model::Residency::Kind::written ? now_ns : s.used_ns};
                 break;
             }
             case model::Residency::Kind::split: {
@@ -114,7 +127,7 @@ void EntryAges::read(const model::World& w, std::uint32_t r, std::uint64_t now_n
         // A broken policy may read what is not on the GPU, or an id that names another entry now.
         // Reads at the instant of the last one are one reuse (requests that waited for one load
         // resume together).
-        if (!s.resident || !seg.live || seg.epoch != e.epoch || now_ns == s.used_ns) continue;
+        if (!s.resident() || !seg.live || seg.epoch != e.epoch || now_ns == s.used_ns) continue;
         ages[static_cast<std::size_t>(Age::reuse_gap)][static_cast<std::size_t>(seg.form)].add(now_ns - s.used_ns);
         s.used_ns = now_ns;
     }

@@ -23,8 +23,8 @@ public:
     void add(std::uint64_t ns);
     void merge(const DurationHistogram& other);
     std::uint64_t count() const { return count_; }
-    double sum_ms() const { return sum_ms_; }
-    double mean_ms() const { return count_ == 0 ? 0.0 : sum_ms_ / static_cast<double>(count_); }
+    double sum_ms() const { return sum_ns_ / 1e6; }
+    double mean_ms() const { return count_ == 0 ? 0.0 : sum_ms() / static_cast<double>(count_); }
     double max_ms() const { return static_cast<double>(max_ns_) / 1e6; }
     // The nearest-rank percentile, given as the upper bound of the bucket that holds it and never
     // above the largest duration: at most 28 % above the exact value. 0 when empty.
@@ -35,7 +35,7 @@ public:
 private:
     std::array<std::uint64_t, kBounds + 1> buckets_{};
     std::uint64_t count_ = 0;
-    double sum_ms_ = 0;
+    double sum_ns_ = 0;
     std::uint64_t max_ns_ = 0;
 };
 
@@ -55,20 +55,26 @@ public:
     void after_step(const model::World& w, const model::StepOutcome& out, std::uint64_t now_ns, AgeHistograms& ages);
     // Request r's resume read its plan now.
     void read(const model::World& w, std::uint32_t r, std::uint64_t now_ns, AgeHistograms& ages);
-    // Arrivals of an id whose earlier stay had not ended: a departure the model did not report.
-    std::uint64_t unreported_departures() const { return unreported_; }
 
 private:
+    // Simulated times stay below 2^63 ns, so the top bit of `since` says whether the entry is on
+    // the GPU: 16 bytes an id.
+    static constexpr std::uint64_t kResident = std::uint64_t{1} << 63;
     struct Stamp {
-        std::uint64_t since_ns = 0;  // arrival on the GPU
-        std::uint64_t used_ns = 0;   // written or last read, on any tier
-        bool resident = false;
+        std::uint64_t since = 0;    // arrival on the GPU, | kResident while it is there
+        std::uint64_t used_ns = 0;  // written or last read, on any tier
+        bool resident() const { return (since & kResident) != 0; }
+        std::uint64_t since_ns() const { return since & ~kResident; }
     };
-    Stamp& stamp(std::uint32_t id);
+    Stamp& stamp(std::uint32_t id) {
+        if (id >= stamps_.size()) [[unlikely]]
+            grow(id);
+        return stamps_[id];
+    }
+    void grow(std::uint32_t id);
     void depart(std::uint32_t id, model::Form form, std::uint64_t now_ns, AgeHistograms& ages);
 
     std::vector<Stamp> stamps_;
-    std::uint64_t unreported_ = 0;
 };
 
 }  // namespace kvcheck::sim
