@@ -48,7 +48,8 @@ nlohmann::json age_summary(const DurationHistogram& h) {
             {"p99", h.quantile_ms(0.99)}, {"max", h.max_ms()}};
 }
 
-// Each age over all forms ("all") and by form, for the forms that have any.
+// Each age over all forms ("all") and by form, every form (zeros for one that has none), so that
+// an expectation may bound any of them.
 nlohmann::json entry_ages(const Metrics& m) {
     nlohmann::json out = nlohmann::json::object();
     for (std::size_t a = 0; a < kAgeNames.size(); ++a) {
@@ -57,7 +58,7 @@ nlohmann::json entry_ages(const Metrics& m) {
         for (model::Form f : model::kAllForms) {
             const DurationHistogram& h = m.ages[a][static_cast<std::size_t>(f)];
             all.merge(h);
-            if (h.count() > 0) forms[std::string(model::form_name(f))] = age_summary(h);
+            forms[std::string(model::form_name(f))] = age_summary(h);
         }
         forms["all"] = age_summary(all);
         out[kAgeNames[a]] = forms;
