@@ -46,10 +46,10 @@ struct Step {
 
 // A change of where an entry's content is that `StepOutcome::evicted` does not name, for the
 // drivers' residency figures (sim/entry_ages.hpp): the content reached a GPU slot (written, or
-// loaded back from host/disk), an extent split (`id` the new part, `from` the entry it split from, whose history
-// it shares), or the GPU copy went once its offload completed. It happened after the step's
-// first `after_evictions` evictions and before the rest (an id an eviction frees may be reused
-// by a write in the same step).
+// loaded back from host/disk), an extent split (`id` the new part, `from` the entry it split
+// from, whose history it shares), or the GPU copy went once its offload completed. It happened
+// after the step's first `after_evictions` evictions and before the rest (an id an eviction
+// frees may be reused by a write in the same step).
 struct Residency {
     enum class Kind : std::uint8_t { written, loaded, split, offloaded };
     Kind kind = Kind::written;
