@@ -93,7 +93,7 @@ void EntryAges::after_step(const model::World& w, const model::StepOutcome& out,
     const auto evictions_until = [&](std::size_t end) {
         for (; next < end; ++next) {
             const model::Eviction& e = out.evicted[next];
-            if (!e.shed && e.cause != model::EvictionCause::tier_full) depart(e.segment, e.form, now_ns, ages);
+            if (!e.shed) depart(e.segment, e.form, now_ns, ages);  // (a tier_full drop held no GPU copy)
         }
     };
     for (const model::Residency& r : out.residency) {
