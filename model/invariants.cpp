@@ -204,7 +204,7 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         ++live;
         used += kStateEntryBytes + (s.slot != kNone ? w.bytes_of(s) : 0);
         if (s.disk != kNone) disk_used += w.bytes_of(s);
-        if (s.disk != kNone && w.disk[s.disk].on_host != 0) {
+        if (w.copy_on_host(s)) {
             host_used += w.bytes_of(s);
             ++host_members;
         }

@@ -343,6 +343,8 @@ struct World {
         __builtin_prefetch(row, 1);
         __builtin_prefetch(row + sizeof(Segment) - 1, 1);
     }
+    // Whether the entry's host/disk copy rests in host memory (Limits::host_capacity_bytes).
+    bool copy_on_host(const Segment& s) const { return s.disk != kNone && disk[s.disk].on_host != 0; }
     // The index's confirmation: does segment id hold this prefix of this group and form?
     bool holds(std::uint32_t id, std::uint64_t content_key, std::uint8_t g, bool tail) const {
         const Segment& s = segments[id];

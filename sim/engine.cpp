@@ -416,10 +416,7 @@ private:
 
     // Whether the transfer `op_id` moves a copy that rests in host memory (else on disk): an
     // offload writes where its new copy was placed, a load reads where its copy rests now.
-    bool on_host(std::uint32_t op_id) const {
-        const model::Segment& seg = world_.segments[world_.io[op_id].segment];
-        return seg.disk != model::kNone && world_.disk[seg.disk].on_host != 0;
-    }
+    bool on_host(std::uint32_t op_id) const { return world_.copy_on_host(world_.segments[world_.io[op_id].segment]); }
 
     // When the transfer `op_id`, starting now on tier `t` (0 host, 1 disk), ends. A tier moves one
     // transfer's bytes at a time in each direction, at its bandwidth, first come first served;

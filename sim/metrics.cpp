@@ -372,7 +372,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     static constexpr std::array<const char*, 3> kAgeHelp{
         "Time entries stayed on the GPU, from arrival (written or loaded) to eviction or offload, per form.",
         "Time entries sat on the GPU since their last read (or arrival) when they went, per form.",
-        "Time from an entry's arrival or last read to its next read, per form."};
+        "Time from an entry's creation or last read to its next read, per form."};
     for (std::size_t a = 0; a < kAgeNames.size(); ++a) {
         const std::string name = std::string("kvcheck_entry_") + kAgeNames[a] + "_seconds";
         out << "# HELP " << name << " " << kAgeHelp[a] << "\n# TYPE " << name << " histogram\n";

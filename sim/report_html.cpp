@@ -412,7 +412,7 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
     for (const std::string& name : s.faults) row("faults_injected " + name, svg::format_value(r["faults_injected"].value(name, 0.0), Unit::count));
     for (const std::string& name : s.memory)
         row("peak " + name, svg::format_value(r["memory_bytes"].value(name, 0.0), Unit::bytes));
-    for (const char* age : {"lifetime", "idle_before_eviction", "reuse_gap"})
+    for (const char* age : kAgeNames)
         for (const char* p : {"p50", "p99"}) {
             const std::string key = std::string("entry_ages_ms.") + age + ".all." + p;
             row(std::string("entry ") + age + " " + p, report_value(r, key) ? svg::format_value(number(r, key), Unit::ms) : "-");

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/entry_ages.hpp"
 #include "sim/expect.hpp"
 
 namespace kvcheck::cli {
@@ -41,7 +42,7 @@ void print_summary(const nlohmann::json& j, FILE* to) {
                  j["ttft_ms"]["p99"].get<double>());
     if (const nlohmann::json* ages = sim::report_value(j, "entry_ages_ms")) {
         std::fprintf(to, "entry_ages_ms p50/p99:");
-        for (const char* age : {"lifetime", "idle_before_eviction", "reuse_gap"})
+        for (const char* age : sim::kAgeNames)
             std::fprintf(to, " %s=%.1f/%.1f", age, (*ages)[age]["all"]["p50"].get<double>(), (*ages)[age]["all"]["p99"].get<double>());
         std::fprintf(to, "\n");
     }
