@@ -256,6 +256,22 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     if (walked != host_members)
         fail("ST1_state_table", "host memory's list links " + std::to_string(walked) + " of the " + std::to_string(host_members) +
                                     " copies resting there");
+    // ST1: a live load names no request (it stopped waiting) or one that waits on it, and a
+    // request's pending loads are the live loads that name it.
+    thread_local std::vector<std::uint32_t> loads;  // live loads per request
+    loads.assign(w.requests.size(), 0);
+    for (std::uint32_t i = 0; i < w.io.size(); ++i) {
+        const IoOp& op = w.io[i];
+        if (!op.live || op.kind != IoKind::load || op.request == kNone) continue;
+        if (op.request >= w.requests.size() || w.requests[op.request].phase != Phase::waiting_io)
+            fail("ST1_state_table", "load " + std::to_string(i) + " names request " + std::to_string(op.request) +
+                                        ", which does not wait on it");
+        else ++loads[op.request];
+    }
+    for (std::uint32_t r = 0; r < w.requests.size(); ++r)
+        if (w.requests[r].pending_loads != loads[r])
+            fail("ST1_state_table", "request " + std::to_string(r) + " waits on " + std::to_string(w.requests[r].pending_loads) +
+                                        " loads but " + std::to_string(loads[r]) + " are in flight for it");
     // ST2: pins are exactly the holds requests keep.
     for (const Request& q : w.requests)
         for (std::uint32_t id : q.pinned) {

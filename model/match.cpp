@@ -576,7 +576,7 @@ LookupResult lookup(const World& world, const Request& request) {
     const std::uint32_t grain = resume_grain(world);
     const std::uint32_t start_len = result.hash_hit_len / grain * grain;
     Outcome now = settle(world, request, finds, start_len, grain, false);
-    if (d.residency_check && !request.load_failed && now.len < start_len) {
+    if (d.residency_check && !request.load_failed && !request.gave_up_waiting && now.len < start_len) {
         Outcome later = settle(world, request, finds, start_len, grain, true);
         if (later.len > now.len && !later.loads.empty()) {
             result.verdict = VerdictKind::io_wait;

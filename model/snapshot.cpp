@@ -133,6 +133,7 @@ void StateCodec::write(const World& w, Sink& o) const {
         o.pod(r.verdict);
         o.pod(r.pending_loads);
         o.pod(r.load_failed);
+        o.pod(r.gave_up_waiting);
         o.pod(r.uncached);
         o.pod(r.lookups);
         o.pod(r.config_epoch_at_lookup);
@@ -207,6 +208,7 @@ const std::byte* StateCodec::decode(const std::byte* in, World& w) const {
         i.pod(r.verdict);
         i.pod(r.pending_loads);
         i.pod(r.load_failed);
+        i.pod(r.gave_up_waiting);
         i.pod(r.uncached);
         i.pod(r.lookups);
         i.pod(r.config_epoch_at_lookup);

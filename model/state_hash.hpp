@@ -92,7 +92,8 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
     for (const Request& r : w.requests) {
         a.add((std::uint64_t{static_cast<std::uint8_t>(r.phase)} << 56) | (std::uint64_t{r.pos} << 24) | r.resume_len);
         // The verdict and hash-hit length are reports, not state: they never steer a later step.
-        a.add((std::uint64_t{r.pending_loads} << 16) | (std::uint64_t{r.lookups} << 8) | (std::uint64_t{r.load_failed} << 4) |
+        a.add((std::uint64_t{r.pending_loads} << 16) | (std::uint64_t{r.lookups} << 8) | (std::uint64_t{r.gave_up_waiting} << 5) |
+              (std::uint64_t{r.load_failed} << 4) |
               (std::uint64_t{r.uncached} << 3) | (r.config_epoch_at_lookup == w.config_epoch ? 1 : 0));
         for (const PlanEntry& p : r.plan) {
             const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;

@@ -142,6 +142,19 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
     out.lookup = std::move(res);
 }
 
+// The request gives up on its loads: they go on and land for whoever reads those entries next,
+// and it looks up again, taking only what is on the GPU by then (what the lookup before them
+// planned holds no pins).
+void do_stop_waiting(World& w, std::uint32_t r) {
+    for (IoOp& op : w.io)
+        if (op.live && op.kind == IoKind::load && op.request == r) op.request = kNone;
+    Request& q = w.requests[r];
+    q.pending_loads = 0;
+    q.gave_up_waiting = true;
+    q.plan.clear();
+    q.phase = Phase::arrived;
+}
+
 // Before a reader holds the extents its plan reads parts of, each quiet one is split where the
 // read starts and ends inside it, so that what the reader does not read stays free to be evicted,
 // offloaded or hit by faults on its own (a radix cache splits a node where a match ends). Plans
@@ -284,7 +297,9 @@ std::optional<StepKind> next_request_step(const Request& q) {
 }
 
 bool request_enabled(const World& w, const Step& step) {
-    return step.target < w.requests.size() && next_request_step(w.requests[step.target]) == step.kind;
+    if (step.target >= w.requests.size()) return false;
+    if (step.kind == StepKind::stop_waiting) return w.requests[step.target].phase == Phase::waiting_io;
+    return next_request_step(w.requests[step.target]) == step.kind;
 }
 
 bool segment_enabled(const World& w, const Step& step) {
@@ -321,7 +336,9 @@ bool may_offload_from(const World& w, std::size_t list) {
     return !World::lru_list_of_tails(list) && w.group(g).kind == GroupKind::swa && w.extent_units[g] > 1;
 }
 
-bool is_fault(StepKind kind) { return kind >= StepKind::io_fail && kind != StepKind::io_complete; }
+bool is_fault(StepKind kind) {
+    return kind >= StepKind::io_fail && kind != StepKind::io_complete && kind != StepKind::stop_waiting;
+}
 
 StepTarget target_of(StepKind kind) {
     switch (kind) {
@@ -332,7 +349,8 @@ StepTarget target_of(StepKind kind) {
         case StepKind::read:
         case StepKind::commit:
         case StepKind::decode:
-        case StepKind::finish: return StepTarget::request;
+        case StepKind::finish:
+        case StepKind::stop_waiting: return StepTarget::request;
         case StepKind::evict:
         case StepKind::offload:
         case StepKind::interrupt_eviction:
@@ -404,6 +422,7 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
         case StepKind::commit: do_commit(w, t, out); break;
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
         case StepKind::finish: do_finish(w, t, out); break;
+        case StepKind::stop_waiting: do_stop_waiting(w, t); break;
         case StepKind::evict:
             out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step, keeps_disk_copy(w.segments[t]), t});
             evict_segment(w, t);
@@ -472,6 +491,7 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
     for (std::uint32_t r = 0; r < w.requests.size(); ++r) {
         const std::optional<StepKind> k = next_request_step(w.requests[r]);
         if (k && (kinds & kind_bit(*k)) != 0) out.push_back({*k, r, 0});
+        consider(StepKind::stop_waiting, r);
     }
     const bool partial_differs = !w.defenses.load_length_check;  // else partial_load leads where io_fail does
     for (std::uint32_t i = 0; i < w.io.size(); ++i) {

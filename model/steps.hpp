@@ -26,8 +26,9 @@ enum class StepKind : std::uint8_t {
     migrate,                // F10: a resident segment moves to another slot; target = segment
     lose_block,             // F11: one block of a compressed segment is lost; target = segment
     partial_load,           // F2: a load completes with only part of the segment's bytes; target = I/O op
+    stop_waiting,           // a request waiting on loads stops waiting (the driver's timeout); target = request
 };
-inline constexpr int kStepKindCount = 20;
+inline constexpr int kStepKindCount = 21;
 std::string_view step_kind_name(StepKind kind);
 
 // What a step's target names: a request, a segment, an I/O operation, or a group (change_layout;

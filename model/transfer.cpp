@@ -102,7 +102,8 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
         }
         return;
     }
-    Request& q = w.requests[op.request];
+    // A load whose request stopped waiting (stop_waiting) lands for whoever reads the entry next.
+    Request* q = op.request != kNone ? &w.requests[op.request] : nullptr;
     if (ok) {
         w.slots[s.slot].content = w.disk[s.disk].content;
         if (end == IoEnd::misaligned) w.slots[s.slot].address += 64;
@@ -139,9 +140,9 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
         release_slot(w, op.segment);
         s.stage = Stage::on_disk;
         refresh_evictable(w, op.segment);
-        q.load_failed = true;
+        if (q != nullptr) q->load_failed = true;
     }
-    if (q.pending_loads > 0 && --q.pending_loads == 0 && q.phase == Phase::waiting_io) q.phase = Phase::io_done;
+    if (q != nullptr && q->pending_loads > 0 && --q->pending_loads == 0 && q->phase == Phase::waiting_io) q->phase = Phase::io_done;
 }
 
 }  // namespace kvcheck::model

@@ -226,6 +226,9 @@ struct Request {
     VerdictKind verdict = VerdictKind::full_recompute;
     std::uint32_t pending_loads = 0;
     bool load_failed = false;
+    // It stopped waiting for its loads (stop_waiting): they go on without it, and its later
+    // lookups take only what is on the GPU.
+    bool gave_up_waiting = false;
     bool uncached = false;             // admission refused its blocks: computes without caching
     std::uint8_t lookups = 0;          // bounded retries after a stale revalidation
     std::uint32_t config_epoch_at_lookup = 0;  // config epoch the plan was validated against

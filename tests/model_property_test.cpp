@@ -66,13 +66,15 @@ struct ScopeDraw {
     std::uint32_t tier_bytes = 0;     // host/disk capacity: 0 for the default (never full), else a few entries' worth
     bool tier_eviction = false;       // model::Limits::tier_eviction
     std::uint32_t host_bytes = 0;     // model::Limits::host_capacity_bytes: 0 (every copy on disk) or a few entries' worth
+    bool stop_waiting = false;        // requests may stop waiting on their loads (a driver's timeout)
 };
 
 void showValue(const ScopeDraw& d, std::ostream& os) {
     os << "budget_bytes=" << d.budget_bytes << " max_faults=" << d.max_faults << " max_background=" << d.max_background
        << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
        << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} extent_tokens=" << d.extent_tokens
-       << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " host_bytes=" << d.host_bytes << " faults={";
+       << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " host_bytes=" << d.host_bytes
+       << " stop_waiting=" << d.stop_waiting << " faults={";
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
     os << "} requests=[";
@@ -117,7 +119,8 @@ rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
         rc::gen::set(&ScopeDraw::tier_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 1'000}, {1, 4'000}, {1, 12'000}})),
         rc::gen::set(&ScopeDraw::tier_eviction, rc::gen::arbitrary<bool>()),
         // Host memory for one or a few copies: later offloads move the earlier ones to disk.
-        rc::gen::set(&ScopeDraw::host_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 600}, {1, 3'000}})));
+        rc::gen::set(&ScopeDraw::host_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 600}, {1, 3'000}})),
+        rc::gen::set(&ScopeDraw::stop_waiting, rc::gen::arbitrary<bool>()));
 }
 
 // The same scopes with extents: entries of up to 64 or 128 tokens (four or eight 16-token blocks;
@@ -147,6 +150,7 @@ sim::Scope build_scope(const ScopeDraw& d) {
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) s.step_kinds |= model::kind_bit(kFaultKinds[i]);
     if ((s.step_kinds & model::kind_bit(StepKind::io_fail)) != 0) s.step_kinds |= model::kind_bit(StepKind::partial_load);
+    if (d.stop_waiting) s.step_kinds |= model::kind_bit(StepKind::stop_waiting);
     s.max_faults = static_cast<std::uint8_t>(d.max_faults);
     s.max_background = static_cast<std::uint8_t>(d.max_background);
     std::vector<std::vector<std::uint64_t>> prompts;

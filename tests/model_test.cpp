@@ -467,6 +467,49 @@ TEST(OnDiskPrefix, FailedLoadFallsBackToRecompute) {
     EXPECT_EQ(ok(p.w, StepKind::commit, p.b).tokens_computed, 144u - 64u);
 }
 
+// A request that stops waiting on its loads (a driver's timeout) looks up again and takes only
+// what is on the GPU: the entry still loading is a miss (not_resident), and it waits no more.
+// The loads go on without it and land for the next reader: request c, which arrives once they
+// have, resumes from them without waiting. ST1 checks after every step that a live load names
+// no request or one that waits on it.
+TEST(OnDiskPrefix, StoppingTheWaitLeavesTheLoadsToLandLater) {
+    Pair p = finished_then_extended("validated", 128);
+    const std::uint32_t kv = seg(p.w, kC1, 112, 128);
+    for (std::uint32_t op : io_of(ok(p.w, StepKind::offload, kv))) ok(p.w, StepKind::io_complete, op);
+    ASSERT_FALSE(enabled(p.w, {StepKind::stop_waiting, p.b, 0})) << "only a waiting request stops waiting";
+    const StepOutcome look = ok(p.w, StepKind::lookup, p.b);
+    ASSERT_EQ(look.lookup->verdict, VerdictKind::io_wait);
+    std::vector<Step> offered;
+    enabled_steps(p.w, kind_bit(StepKind::stop_waiting), offered);
+    EXPECT_EQ(offered, (std::vector<Step>{{StepKind::stop_waiting, p.b, 0}}));
+
+    ok(p.w, StepKind::stop_waiting, p.b);
+    const Request& q = p.w.requests[p.b];
+    EXPECT_EQ(q.phase, Phase::arrived);
+    EXPECT_EQ(q.pending_loads, 0u);
+    for (std::uint32_t op : io_of(look)) {
+        EXPECT_TRUE(p.w.io[op].live) << "the loads go on";
+        EXPECT_EQ(p.w.io[op].request, kNone);
+    }
+    const StepOutcome again = ok(p.w, StepKind::lookup, p.b);
+    EXPECT_TRUE(again.io_started.empty()) << "it starts no loads of its own";
+    EXPECT_EQ(again.lookup->verdict, VerdictKind::partial_recompute);
+    EXPECT_EQ(again.lookup->resume_len, 64u);
+    EXPECT_TRUE(has_miss(*again.lookup, kC1, Form::on_disk_prefix, MissReason::not_resident));
+
+    for (std::uint32_t op : io_of(look)) ok(p.w, StepKind::io_complete, op);
+    EXPECT_EQ(p.w.segments[kv].stage, Stage::ready) << "the load landed";
+    EXPECT_EQ(p.w.requests[p.b].phase, Phase::validated) << "and left the request that stopped waiting alone";
+    EXPECT_FALSE(plan_reads(p.w.requests[p.b], kv));
+    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read}) ok(p.w, k, p.b);
+    EXPECT_EQ(ok(p.w, StepKind::commit, p.b).tokens_computed, 144u - 64u);
+
+    const std::uint32_t c = p.w.add_request(std::make_shared<RequestSpec>(*p.w.requests[p.b].spec));
+    const LookupResult later = lookup_step(p.w, c);
+    EXPECT_EQ(later.verdict, VerdictKind::resumable);
+    EXPECT_GE(later.resume_len, 128u);
+}
+
 // F2 partial load: a load that delivers only part of a segment's bytes. With the load-length
 // check (validated) it is a failed load: the very state io_fail leaves, and the next lookup
 // recomputes what did not arrive. trust-partial-load takes it as complete: the segment is

@@ -125,6 +125,9 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::strin
     // Half the walks with extents of 64 or 128 tokens (docs/invariants.md, "Extents"); drawn last,
     // so the rest of a walk's scope does not depend on it.
     s.limits.extent_tokens = rng.below(2) == 0 ? 0 : (4 * block) << rng.below(2);
+    // Half the walks let a request stop waiting on its loads (a driver's timeout); drawn after
+    // the rest for the same reason.
+    if (rng.below(2) == 0) s.step_kinds |= model::kind_bit(model::StepKind::stop_waiting);
     return s;
 }
 
