@@ -12,6 +12,7 @@
 #include "model/invariants.hpp"
 #include "sim/check/trail.hpp"
 #include "sim/faults.hpp"
+#include "sim/reuse_sources.hpp"
 #include "sim/schedules.hpp"
 #include "sim/workload/sessions.hpp"
 
@@ -23,7 +24,7 @@ using model::Phase;
 using model::Step;
 using model::StepKind;
 
-enum class EventKind : std::uint8_t { arrival, step, io_done, fault, turn, fork };
+enum class EventKind : std::uint8_t { arrival, step, io_done, fault, turn, fork, load_wait_over };
 
 struct Event {
     std::uint64_t time;
@@ -46,14 +47,6 @@ struct Tracking {
     bool looked_up = false;
     bool stale = false;
     bool loaded = false;  // a load for it completed (its read may take tokens from host or disk)
-};
-
-// A segment a completed load brought back, for whom, at which epoch, from which tier (0 host,
-// 1 disk): a read of it by that request counts its tokens under that source.
-struct LoadMark {
-    std::uint32_t uid_plus_1 = 0;  // 0: no load marked
-    std::uint32_t epoch = 0;
-    std::uint8_t tier = 0;
 };
 
 class Engine {
@@ -94,6 +87,12 @@ public:
                 case EventKind::fault: fire_fault(e.a); break;
                 case EventKind::turn: start(sessions_->take(e.a), e.a); break;
                 case EventKind::fork: fork_samples(e.a); break;
+                case EventKind::load_wait_over:
+                    // Only for the wait it was set for: a later wait of the slot started later.
+                    if (world_.requests[e.a].phase == Phase::waiting_io &&
+                        now_ - tracking_[e.a].io_wait_start_ns >= *s_.max_load_wait_us * 1000)
+                        request_step(e.a, StepKind::stop_waiting);
+                    break;
             }
             if (options_.progress && (metrics_.events & 0xFFFF) == 0) options_.progress(finished_, metrics_.events);
         }
@@ -207,6 +206,7 @@ private:
                 else if (out.lookup) count_misses(*out.lookup);  // after loads or a stale revalidation
                 if (q.phase == Phase::waiting_io) {
                     t.io_wait_start_ns = now_;
+                    if (s_.max_load_wait_us) schedule(now_ + *s_.max_load_wait_us * 1000, EventKind::load_wait_over, r, 0);
                 } else if (q.phase == Phase::arrived) {
                     schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
                 } else {
@@ -215,6 +215,11 @@ private:
                 }
                 break;
             }
+            case StepKind::stop_waiting:
+                ++metrics_.load_waits_stopped;
+                end_io_wait(r, "stopped waiting");
+                schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
+                break;
             case StepKind::pin: schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::revalidate)); break;
             case StepKind::revalidate:
                 if (out.stale_revalidation) {
@@ -302,47 +307,10 @@ private:
             if (!world_.defenses.hash_hit_is_enough)
                 metrics_.trimmed_tokens += std::min(t.hash_hit_len % world_.grain_tokens, t.hash_hit_len - q.resume_len);
         }
-        count_sources(r);
+        sources_.count_read(q, t.uid, t.loaded, metrics_.reused_by_source);
         const std::uint32_t grain = world_.derived.lcm_tokens;
         if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || t.stale)) ++metrics_.post_hit_fallbacks;
         if (exporter_ && q.resume_len > 0) exporter_->export_read(world_, r, read_violations_);
-    }
-
-    // Splits the read's resumed tokens by source: a token counts under disk when an entry the read
-    // takes it from was loaded back from disk for this request, else under host likewise, else gpu.
-    void count_sources(std::uint32_t r) {
-        const model::Request& q = world_.requests[r];
-        if (!tracking_[r].loaded) {
-            metrics_.reused_by_source[kFromGpu] += q.resume_len;
-            return;
-        }
-        const std::uint32_t uid_plus_1 = tracking_[r].uid + 1;
-        std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2>& ranges = source_ranges_;
-        ranges[0].clear();
-        ranges[1].clear();
-        for (const model::PlanEntry& e : q.plan) {
-            if (e.segment >= loaded_.size() || loaded_[e.segment].uid_plus_1 != uid_plus_1 || loaded_[e.segment].epoch != e.epoch) continue;
-            const std::uint32_t end = std::min(e.end, q.resume_len);
-            if (e.start < end) ranges[loaded_[e.segment].tier].emplace_back(e.start, end);
-        }
-        const std::uint64_t disk = covered(ranges[1]);
-        ranges[1].insert(ranges[1].end(), ranges[0].begin(), ranges[0].end());
-        const std::uint64_t loaded = covered(ranges[1]);
-        metrics_.reused_by_source[kFromDisk] += disk;
-        metrics_.reused_by_source[kFromHost] += loaded - disk;
-        metrics_.reused_by_source[kFromGpu] += q.resume_len - loaded;
-    }
-
-    // Tokens in the union of the ranges (sorted in place).
-    static std::uint64_t covered(std::vector<std::pair<std::uint32_t, std::uint32_t>>& ranges) {
-        std::sort(ranges.begin(), ranges.end());
-        std::uint64_t n = 0;
-        std::uint32_t reached = 0;
-        for (const auto& [start, end] : ranges) {
-            if (end > std::max(start, reached)) n += end - std::max(start, reached);
-            reached = std::max(reached, end);
-        }
-        return n;
     }
 
     void io_done(std::uint32_t op_id) {
@@ -376,8 +344,7 @@ private:
         const bool loaded = op.kind == model::IoKind::load && world_.segments[op.segment].stage != model::Stage::on_disk;
         if (op.kind == model::IoKind::load) (loaded ? metrics_.loads : metrics_.load_failures) += 1;
         if (loaded && op.request != model::kNone) {
-            if (loaded_.size() <= op.segment) loaded_.resize(op.segment + 1);
-            loaded_[op.segment] = {tracking_[op.request].uid + 1, world_.segments[op.segment].epoch, io_tier_[op_id]};
+            sources_.loaded(op.segment, tracking_[op.request].uid, world_.segments[op.segment].epoch, io_tier_[op_id]);
             tracking_[op.request].loaded = true;
         }
         after(io_outcome_);
@@ -385,12 +352,16 @@ private:
         if (exporter_ && loaded) exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
         if (exporter_ && loaded && kind == StepKind::partial_load) exporter_->note_torn(op.segment, world_.segments[op.segment].epoch);
         if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
-            Tracking& t = tracking_[op.request];
-            metrics_.io_wait.add(static_cast<double>(now_ - t.io_wait_start_ns) / 1e6);
-            metrics_.io_wait_us_total += (now_ - t.io_wait_start_ns) / 1000;
-            timeline_.span(t.uid, "io_wait", t.io_wait_start_ns, now_);
+            end_io_wait(op.request, "");
             schedule(now_, EventKind::step, op.request, static_cast<std::uint32_t>(StepKind::lookup));
         }
+    }
+
+    void end_io_wait(std::uint32_t r, const char* note) {
+        const Tracking& t = tracking_[r];
+        metrics_.io_wait.add(static_cast<double>(now_ - t.io_wait_start_ns) / 1e6);
+        metrics_.io_wait_us_total += (now_ - t.io_wait_start_ns) / 1000;
+        timeline_.span(t.uid, "io_wait", t.io_wait_start_ns, now_, note);
     }
 
     // Spills the coldest segments to host/disk while the GPU is above the watermark.
@@ -534,8 +505,7 @@ private:
     Rng tier_rng_;
     const bool tier_failures_ = s_.host.failure_ppm > 0 || s_.disk.failure_ppm > 0;
     std::vector<std::uint8_t> io_tier_;  // the tier each load (with tier failures, each I/O op) runs on: 0 host, 1 disk
-    std::vector<LoadMark> loaded_;       // by segment id: the last completed load of it for a request
-    std::array<std::vector<std::pair<std::uint32_t, std::uint32_t>>, 2> source_ranges_;  // count_sources' scratch, by tier (0 host, 1 disk)
+    ReuseSources sources_;
     std::vector<std::uint8_t> hung_;     // F2 timeout: the I/O ops that hang until their timeout (1)
     // When each tier's link is next free, by tier (0 host, 1 disk) and direction (0 to it, 1 from it).
     std::array<std::array<std::uint64_t, 2>, 2> link_free_ns_{};

@@ -116,6 +116,7 @@ struct Metrics {
     std::uint64_t demotions = 0;          // host/disk copies moved from host memory to disk for room
     std::uint64_t loads = 0;
     std::uint64_t load_failures = 0;
+    std::uint64_t load_waits_stopped = 0;  // waits for loads cut off at compute.max_load_wait_us
     std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
     std::array<std::array<std::uint64_t, model::kFormCount>, model::kEvictionCauseCount> evictions_by_cause{};  // by cause, then form
     std::array<std::uint64_t, model::kFormCount> evictions_last_copy{};  // by form: evictions that left no copy anywhere

@@ -399,7 +399,7 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
     };
     for (const char* key : {"requests", "lookups", "hits", "prompt_tokens", "hit_tokens", "reused_tokens", "recomputed_tokens", "trimmed_tokens",
                             "resume_grain_tokens", "computed_tokens", "stale_revalidations", "admission_refusals", "graph_recaptures",
-                            "offloads", "demotions", "loads", "load_failures", "events"})
+                            "offloads", "demotions", "loads", "load_failures", "load_waits_stopped", "events"})
         row(key, r.contains(key) ? svg::format_value(number(r, key), Unit::count) : "-");  // "-": a figure newer than the report
     // The union of every column's keys, so the rows line up across columns.
     for (const std::string& name : s.evictions) row("evictions " + name, svg::format_value(r["evictions"].value(name, 0.0), Unit::count));

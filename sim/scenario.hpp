@@ -96,6 +96,9 @@ struct Scenario {
     double prefill_tokens_per_s = 0;       // 0: the preset's figure
     double decode_ms_per_token = 20;
     std::uint64_t validate_gap_us = 50;    // time between lookup and pin: the TOCTOU window
+    // How long a request waits for its loads before it stops waiting (model::StepKind::stop_waiting)
+    // and recomputes what they would have given; none: until they end.
+    std::optional<std::uint64_t> max_load_wait_us;
     std::vector<FaultSpec> faults;
 
     std::uint64_t max_events = 50'000'000;

@@ -38,6 +38,37 @@ nlohmann::json policy_report(const fs::path& file, const std::string& policy) {
     return nlohmann::json::parse(o.out);
 }
 
+// One request's 128-token prefix spills to disk (a 0.001 GB/s link: 16.384 ms a block, eight
+// loads in a row); a third request loads it back.
+nlohmann::json tier_link_scenario() {
+    const auto block = [](std::uint64_t id) { return nlohmann::json(id); };
+    return {
+        {"name", "tier-link"},
+        {"description", "One request's prefix spills to disk; a later one loads it back through the disk's link."},
+        {"model", {{"name", "one-group"}, {"prefill_tokens_per_s", 100000},
+                   {"groups", {{{"name", "kv"}, {"kind", "full"}, {"layers", 1}, {"block_tokens", 16}, {"segment_tokens", 16},
+                                {"compress_ratio", 1}, {"bytes_per_token_layer", 1024}, {"layout_id", 1}}}}}},
+        {"workload", {{"requests", {{{"at_ms", 0}, {"input_tokens", 128}, {"output_tokens", 0}, {"block_tokens", 16},
+                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8)}}},
+                                    // Its allocation spills the first request's cold blocks.
+                                    {{"at_ms", 500}, {"input_tokens", 32}, {"output_tokens", 0}, {"block_tokens", 16},
+                                     {"blocks", {block(101), block(102)}}},
+                                    {{"at_ms", 1000}, {"input_tokens", 144}, {"output_tokens", 0}, {"block_tokens", 16},
+                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8), block(9)}}}}}}},
+        {"storage", {{"gpu_budget_bytes", 200000}, {"offload_watermark", 0.05},
+                     {"host", {{"capacity_bytes", 0}, {"bandwidth_gb_per_s", 20}, {"latency_us", 0}, {"jitter_us", 0}}},
+                     {"disk", {{"capacity_bytes", 1 << 30}, {"bandwidth_gb_per_s", 0.001}, {"latency_us", 0}, {"jitter_us", 0}}}}}};
+}
+
+// The report.json of a run of `scenario`, which must pass.
+nlohmann::json passing_report(const nlohmann::json& scenario, const std::string& tag) {
+    const fs::path file = scratch(tag) / "scenario.json";
+    write_text(file, scenario.dump(2));
+    const Outcome o = kvcheck({"run", file.string(), "--json", "--quiet"});
+    EXPECT_EQ(o.code, 0) << o.all();
+    return nlohmann::json::parse(o.out);
+}
+
 }  // namespace
 
 // Proves: `run --expected-policies` judges every policy the expect block names, not only the
@@ -238,31 +269,8 @@ TEST(StorageTiers, TransfersRunWhereTheirCopyRests) {
 // eight loads in a row, 8 x 16,384 B at 1e6 B/s, not for the one load it would wait for if each
 // transfer had the tier's whole bandwidth to itself; twice the bandwidth halves the wait.
 TEST(StorageTiers, ATiersLinkMovesOneTransferAtATime) {
-    const auto block = [](std::uint64_t id) { return nlohmann::json(id); };
-    nlohmann::json doc = {
-        {"name", "tier-link"},
-        {"description", "One request's prefix spills to disk; a later one loads it back through the disk's link."},
-        {"model", {{"name", "one-group"}, {"prefill_tokens_per_s", 100000},
-                   {"groups", {{{"name", "kv"}, {"kind", "full"}, {"layers", 1}, {"block_tokens", 16}, {"segment_tokens", 16},
-                                {"compress_ratio", 1}, {"bytes_per_token_layer", 1024}, {"layout_id", 1}}}}}},
-        {"workload", {{"requests", {{{"at_ms", 0}, {"input_tokens", 128}, {"output_tokens", 0}, {"block_tokens", 16},
-                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8)}}},
-                                    // Its allocation spills the first request's cold blocks.
-                                    {{"at_ms", 500}, {"input_tokens", 32}, {"output_tokens", 0}, {"block_tokens", 16},
-                                     {"blocks", {block(101), block(102)}}},
-                                    {{"at_ms", 1000}, {"input_tokens", 144}, {"output_tokens", 0}, {"block_tokens", 16},
-                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8), block(9)}}}}}}},
-        {"storage", {{"gpu_budget_bytes", 200000}, {"offload_watermark", 0.05},
-                     {"host", {{"capacity_bytes", 0}, {"bandwidth_gb_per_s", 20}, {"latency_us", 0}, {"jitter_us", 0}}},
-                     {"disk", {{"capacity_bytes", 1 << 30}, {"bandwidth_gb_per_s", 0.001}, {"latency_us", 0}, {"jitter_us", 0}}}}}};
-    const auto report = [](const nlohmann::json& scenario, const std::string& tag) {
-        const fs::path file = scratch(tag) / "tier-link.json";
-        write_text(file, scenario.dump(2));
-        const Outcome o = kvcheck({"run", file.string(), "--json", "--quiet"});
-        EXPECT_EQ(o.code, 0) << o.all();
-        return nlohmann::json::parse(o.out);
-    };
-    const nlohmann::json r = report(doc, "tier-link");
+    nlohmann::json doc = tier_link_scenario();
+    const nlohmann::json r = passing_report(doc, "tier-link");
     ASSERT_EQ(r["io_wait_ms"]["waits"].get<int>(), 1);
     const int loads = r["loads"].get<int>();
     EXPECT_EQ(loads, 8) << "the whole prefix comes back";
@@ -270,7 +278,38 @@ TEST(StorageTiers, ATiersLinkMovesOneTransferAtATime) {
     const double one_load_ms = 16384 / 1e6 * 1e3;
     EXPECT_NEAR(r["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms, 1e-3);
     doc["storage"]["disk"]["bandwidth_gb_per_s"] = 0.002;
-    EXPECT_NEAR(report(doc, "tier-link-faster")["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms / 2, 1e-3);
+    EXPECT_NEAR(passing_report(doc, "tier-link-faster")["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms / 2, 1e-3);
+}
+
+// Proves: compute.max_load_wait_us cuts a wait for loads off at the cap (model step
+// stop_waiting): the request resumes what landed before it (three of eight 16.384 ms loads at
+// 50 ms, counted as read from disk) and recomputes the rest, while the other loads go on and land
+// (every one counts in `loads`). A cap of 0 starts the loads and waits for none. Structural
+// invariants run after every step.
+TEST(StorageTiers, MaxLoadWaitStopsWaitingAndTheLoadsLandLater) {
+    nlohmann::json doc = tier_link_scenario();
+    doc["limits"] = {{"structural_checks", true}};
+    doc["compute"] = {{"max_load_wait_us", 50'000}};
+    const nlohmann::json r = passing_report(doc, "load-wait-cap");
+    EXPECT_EQ(r["load_waits_stopped"].get<int>(), 1);
+    ASSERT_EQ(r["io_wait_ms"]["waits"].get<int>(), 1);
+    EXPECT_DOUBLE_EQ(r["io_wait_ms"]["p99"].get<double>(), 50.0);
+    EXPECT_EQ(r["reused_tokens"].get<int>(), 48);
+    EXPECT_EQ(r["reused_tokens_by_source"]["disk"].get<int>(), 48);
+    EXPECT_EQ(r["loads"].get<int>(), 8) << "the loads it stopped waiting for still land";
+    EXPECT_EQ(r["verdicts"]["io_wait"].get<int>(), 1);
+
+    doc["compute"]["max_load_wait_us"] = 0;
+    const nlohmann::json none = passing_report(doc, "load-wait-none");
+    EXPECT_EQ(none["load_waits_stopped"].get<int>(), 1);
+    EXPECT_DOUBLE_EQ(none["io_wait_ms"]["p99"].get<double>(), 0.0);
+    EXPECT_EQ(none["reused_tokens"].get<int>(), 0);
+    EXPECT_EQ(none["loads"].get<int>(), 8);
+
+    doc["compute"]["max_load_wait_us"] = 1'000'000;  // longer than the loads: the wait ends as without a cap
+    const nlohmann::json longer = passing_report(doc, "load-wait-long");
+    EXPECT_EQ(longer["load_waits_stopped"].get<int>(), 0);
+    EXPECT_EQ(longer["reused_tokens_by_source"]["disk"].get<int>(), 128);
 }
 
 // Proves: a full tier under tier_eviction lru drops entries for offloads, each the last copy of
