@@ -151,6 +151,12 @@ void do_stop_waiting(World& w, std::uint32_t r) {
     Request& q = w.requests[r];
     q.pending_loads = 0;
     q.gave_up_waiting = true;
+    if (!w.defenses.drop_verdict_on_failed_load) {
+        // Mutant `sticky-lookup`: as after its loads, the next lookup keeps the plan made before
+        // them, landed or not.
+        q.phase = Phase::io_done;
+        return;
+    }
     q.plan.clear();
     q.phase = Phase::arrived;
 }
