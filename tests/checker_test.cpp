@@ -111,6 +111,62 @@ TEST(Explorer, ValidatedIsCleanAtTheTierScope) {
     EXPECT_TRUE(run.metrics.invariant_violations.empty());
 }
 
+// Proves validated clean where a request may stop waiting on its loads (the load-wait scope), and
+// that the scope reaches what it is for: request 1 waits on a load of request 0's offloaded
+// prefix, stops waiting, runs to the end, and only then does the load it left land, every step
+// within the scope's budgets and every invariant holding. sticky-lookup, which keeps the plan
+// made before the loads, is caught reading a page still in flight, though the scope has no
+// faults (elsewhere it needs a failed load).
+TEST(Explorer, ValidatedIsCleanAtTheLoadWaitScope) {
+    const sim::ExploreReport r = explore("load-wait", "validated");
+    expect_proven_clean(r);
+    const sim::Scope scope = sim::named_scope("load-wait");
+    EXPECT_EQ(scope.max_faults, 0u);
+    model::World w = sim::initial_world(scope, model::find_policy("validated")->defenses);
+    std::size_t background = 0;
+    const auto take = [&](model::Step step) {
+        EXPECT_NE(scope.step_kinds & model::kind_bit(step.kind), 0u) << model::describe(w, step);
+        EXPECT_TRUE(model::enabled(w, step)) << model::describe(w, step);
+        background += sim::is_background(step.kind) ? 1 : 0;
+        const model::StepOutcome out = model::apply(w, step);
+        std::vector<model::Violation> violations;
+        model::check_invariants(w, out, true, violations);
+        EXPECT_TRUE(violations.empty()) << violations.front().invariant << " after " << model::describe(w, step);
+        return out;
+    };
+    const auto run_to_end = [&](std::uint32_t r) {
+        for (model::StepKind k : {model::StepKind::pin, model::StepKind::revalidate, model::StepKind::allocate,
+                                  model::StepKind::read, model::StepKind::commit})
+            take({k, r, 0});
+        while (model::enabled(w, {model::StepKind::decode, r, 0})) take({model::StepKind::decode, r, 0});
+        take({model::StepKind::finish, r, 0});
+    };
+    take({model::StepKind::lookup, 0, 0});
+    run_to_end(0);
+    std::uint32_t kv = model::kNone;
+    for (std::uint32_t id = 0; id < w.segments.size() && kv == model::kNone; ++id)
+        if (w.segments[id].group == 0 && model::enabled(w, {model::StepKind::offload, id, 0})) kv = id;
+    ASSERT_NE(kv, model::kNone);
+    for (std::uint32_t op : take({model::StepKind::offload, kv, 0}).io_started) take({model::StepKind::io_complete, op, 0});
+    const model::StepOutcome waits = take({model::StepKind::lookup, 1, 0});
+    ASSERT_EQ(waits.lookup->verdict, model::VerdictKind::io_wait);
+    take({model::StepKind::stop_waiting, 1, 0});
+    take({model::StepKind::lookup, 1, 0});
+    run_to_end(1);
+    for (std::uint32_t op : waits.io_started) {
+        EXPECT_EQ(w.io[op].request, model::kNone);
+        take({model::StepKind::io_complete, op, 0});
+    }
+    EXPECT_EQ(w.segments[kv].stage, model::Stage::ready) << "the load landed after its reader had gone";
+    EXPECT_LE(background, scope.max_background);
+
+    const sim::ExploreReport sticky = explore("load-wait", "sticky-lookup");
+    ASSERT_TRUE(sticky.counterexample.has_value());
+    const std::vector<model::Step>& steps = sticky.counterexample->steps;
+    EXPECT_TRUE(std::any_of(steps.begin(), steps.end(), [](const model::Step& s) { return s.kind == model::StepKind::stop_waiting; }));
+    EXPECT_EQ(sticky.counterexample->violations.front().invariant, "FM5_resident");
+}
+
 // Proves the explorer's machinery (states encoded into a chunk pool the two live levels share,
 // successors settled one state late, a keys-only visited set) visits exactly what a plain
 // breadth-first search over World values visits: the same states and transitions.

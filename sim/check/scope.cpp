@@ -85,6 +85,18 @@ Scope named_scope(const std::string& name) {
         s.max_background = 2;
         return s;
     }
+    if (name == "load-wait") {
+        // The small scope without faults where a request may stop waiting on its loads (model
+        // stop_waiting, the simulator's compute.max_load_wait_us): once an offload has put part
+        // of request 0's prefix on disk, request 1 may wait for it and give up, and the load it
+        // leaves lands while request 1 reads, finishes, or is gone.
+        s = named_scope("small");
+        s.name = name;
+        s.step_kinds = actor_kinds() | background_kinds() | model::kind_bit(StepKind::stop_waiting);
+        s.max_faults = 0;
+        s.max_background = 2;
+        return s;
+    }
     if (name == "pin-epoch") {
         // Request 0 has cached the 32-token prefix; requests 1-3 read it while the evictor may
         // evict twice. Only the c1 group of the toy preset: KV blocks, no other form.
@@ -121,10 +133,10 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, tier, pin-epoch, extents, session, sampling)");
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, tier, load-wait, pin-epoch, extents, session, sampling)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small", "tier", "pin-epoch", "extents", "session", "sampling"}; }
+std::vector<std::string> scope_names() { return {"reference", "small", "tier", "load-wait", "pin-epoch", "extents", "session", "sampling"}; }
 
 std::string turn_problem(const Scope& scope, std::size_t i) {
     const RequestTemplate& t = scope.requests[i];
