@@ -298,6 +298,10 @@ TEST(StorageTiers, MaxLoadWaitStopsWaitingAndTheLoadsLandLater) {
     EXPECT_EQ(r["reused_tokens_by_source"]["disk"].get<int>(), 48);
     EXPECT_EQ(r["loads"].get<int>(), 8) << "the loads it stopped waiting for still land";
     EXPECT_EQ(r["verdicts"]["io_wait"].get<int>(), 1);
+    const fs::path file = scratch("load-wait-cap-text") / "scenario.json";
+    write_text(file, doc.dump(2));
+    const Outcome text = kvcheck({"run", file.string(), "--out", (scratch("load-wait-cap-out") / "run").string()});
+    EXPECT_NE(text.out.find("io_wait_ms p50=50.0 p99=50.0 waits=1 stopped=1\n"), std::string::npos) << text.out;
 
     doc["compute"]["max_load_wait_us"] = 0;
     const nlohmann::json none = passing_report(doc, "load-wait-none");
