@@ -20,7 +20,19 @@ namespace kvcheck::sim {
 struct Problems {
     std::string file;
     std::vector<InputError> list;
-    void add(const std::string& pointer, const std::string& message) { list.emplace_back(file, pointer, message); }
+    std::vector<std::string> overridden;  // JSON pointers whose values came from --set
+    void add(const std::string& pointer, const std::string& message) {
+        // The value at `pointer` holds an overridden one, or lies inside one.
+        const auto within = [](const std::string& inner, const std::string& outer) {
+            return !outer.empty() && inner.starts_with(outer) && (inner.size() == outer.size() || inner[outer.size()] == '/');
+        };
+        for (const std::string& o : overridden)
+            if (within(pointer, o) || within(o, pointer)) {
+                list.emplace_back(file, pointer, message + " (set by --set " + o + ")");
+                return;
+            }
+        list.emplace_back(file, pointer, message);
+    }
     // Throws the first problem, if any.
     void raise() const {
         if (!list.empty()) throw list.front();

@@ -474,10 +474,27 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
     }
 }
 
-Scenario parse(const std::string& path, Problems& problems) {
+nlohmann::json read_document(const std::string& path, const std::vector<Override>& overrides) {
+    nlohmann::json doc = parse_json_text(read_file(path), path);
+    for (const Override& o : overrides) {
+        try {
+            doc[nlohmann::json::json_pointer(o.pointer)] = o.value;
+        } catch (const nlohmann::json::exception& e) {
+            // nlohmann's text after its "[json.exception....] " tag says which part of the pointer failed.
+            const std::string what = e.what();
+            const std::size_t tag = what.find("] ");
+            throw InputError(path, o.pointer, "--set cannot put a value here: " + (tag == std::string::npos ? what : what.substr(tag + 2)));
+        }
+    }
+    return doc;
+}
+
+Scenario parse(const std::string& path, const std::vector<Override>& overrides, Problems& problems) {
     Scenario s;
     s.path = path;
-    const nlohmann::json doc = parse_json_text(read_file(path), path);
+    s.overrides = overrides;
+    for (const Override& o : overrides) problems.overridden.push_back(o.pointer);
+    const nlohmann::json doc = read_document(path, overrides);
     Fields top(doc, "", problems);
     s.name = top.text("name", valid_utf8(std::filesystem::path(path).stem().string()));
     s.description = top.text("description", "");
@@ -532,17 +549,34 @@ std::string_view fault_name(FaultClass fault) {
 
 std::string_view fault_summary(FaultClass fault) { return kFaultSummaries[static_cast<std::size_t>(fault)]; }
 
-Scenario load_scenario(const std::string& path) {
-    Problems problems{path, {}};
-    Scenario s = parse(path, problems);
+Override parse_override(const std::string& text) {
+    const std::size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || text[0] != '/')
+        throw InputError("", "--set", "expected POINTER=VALUE with a JSON pointer such as /storage/gpu_budget_gib, got \"" + text + "\"");
+    Override o{text.substr(0, eq), nullptr, text};
+    try {
+        (void)nlohmann::json::json_pointer(o.pointer);
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError("", "--set", "\"" + o.pointer + "\" is not a JSON pointer (a \"~\" must be followed by 0 or 1)");
+    }
+    const std::string value = text.substr(eq + 1);
+    o.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(valid_utf8(value));
+    return o;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+    Problems problems{path, {}, {}};
+    Scenario s = parse(path, overrides, problems);
     problems.raise();
     return s;
 }
 
-std::vector<InputError> validate_scenario(const std::string& path) {
-    Problems problems{path, {}};
+nlohmann::json scenario_document(const Scenario& scenario) { return read_document(scenario.path, scenario.overrides); }
+
+std::vector<InputError> validate_scenario(const std::string& path, const std::vector<Override>& overrides) {
+    Problems problems{path, {}, {}};
     try {
-        parse(path, problems);
+        parse(path, overrides, problems);
     } catch (const InputError& e) {
         problems.list.push_back(e);
     }

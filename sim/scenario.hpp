@@ -67,6 +67,18 @@ struct Expectation {
 
 inline constexpr std::uint32_t kSamplesMax = 64;  // sampled answers a request may ask for
 
+// A scenario value given on the command line, `--set POINTER=VALUE`: VALUE, read as JSON (or as a
+// string when it is not JSON), replaces what the file holds at the JSON pointer, creating the
+// objects on the way to it.
+struct Override {
+    std::string pointer;
+    nlohmann::json value;
+    std::string text;  // POINTER=VALUE as given, for reproduce lines
+};
+
+// Reads POINTER=VALUE; throws an InputError (place "--set") when it is malformed.
+Override parse_override(const std::string& text);
+
 struct Scenario {
     std::string path;
     std::string name;
@@ -111,13 +123,19 @@ struct Scenario {
     bool steps_mode = false;
     Scope scope;
     std::vector<model::Step> steps;
+
+    std::vector<Override> overrides;  // applied to the file's JSON before it was read
 };
 
-// Loads and checks a scenario; throws the first InputError (file and JSON pointer).
-Scenario load_scenario(const std::string& path);
+// Loads and checks a scenario, with `overrides` applied to the file's JSON first; throws the first
+// InputError (file and JSON pointer; a problem inside an overridden value says so).
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+
+// The scenario's JSON as it was read: its file with its overrides applied.
+nlohmann::json scenario_document(const Scenario& scenario);
 
 // Every problem in the file, for `kvcheck validate`; empty when it is valid.
-std::vector<InputError> validate_scenario(const std::string& path);
+std::vector<InputError> validate_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 
 // The expectation that applies to `policy`, if the scenario has one.
 const Expectation* expectation_for(const Scenario& scenario, const std::string& policy);

@@ -173,7 +173,7 @@ std::optional<ShrunkRun> shrink_run(const Scenario& scenario, const std::string&
     list = shrinker.shorten(std::move(list));
 
     // The scenario file as written, with the workload inline and what no longer applies gone.
-    nlohmann::json doc = parse_json_text(read_file(scenario.path), scenario.path);
+    nlohmann::json doc = scenario_document(scenario);
     nlohmann::json requests = nlohmann::json::array();
     for (const TraceRecord& r : list) requests.push_back(request_json(r));
     nlohmann::json workload = {{"requests", requests}};

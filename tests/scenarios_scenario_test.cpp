@@ -341,6 +341,39 @@ TEST(ScenarioSuite, FailingExpectationExitsOneWithReproduceLine) {
     EXPECT_EQ(again.code, 1) << again.all();
 }
 
+// Proves: `--set POINTER=VALUE` replaces a scenario value for one run (here a tighter cap on the
+// wait for loads, and an expectation that must fail), the reproduce line repeats every --set in
+// order and reproduces the failure to the same final state, and the counterexample.json the run
+// leaves holds the replaced value, so it replays on its own.
+TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
+    const fs::path source = kSourceDir / "scenarios" / "storage-load-wait-cap.json";
+    const fs::path out = scratch("set-run");
+    const std::vector<std::string> sets = {"/expect/sticky-lookup/load_waits_stopped/max=0", "/compute/max_load_wait_us=4000"};
+    const Outcome o = kvcheck({"run", source.string(), "--policy", "sticky-lookup", "--set", sets[0], "--set", sets[1], "--out", out.string()});
+    ASSERT_EQ(o.code, 1) << o.all();
+    EXPECT_NE(o.out.find("expected at most 0"), std::string::npos) << o.all();
+    const nlohmann::json report = read_json(out / "report.json");
+    EXPECT_LE(report["io_wait_ms"]["p99"].get<double>(), 4.0);
+    EXPECT_GT(report["load_waits_stopped"].get<int>(), 0);
+    const std::string marker = "reproduce: kvcheck ";
+    const std::size_t at = o.out.find(marker);
+    ASSERT_NE(at, std::string::npos) << o.all();
+    const std::size_t from = at + marker.size();
+    std::istringstream words(o.out.substr(from, o.out.find('\n', from) - from));
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    EXPECT_EQ(args, (std::vector<std::string>{"run", source.string(), "--policy", "sticky-lookup", "--seed", "1", "--set", sets[0],
+                                              "--set", sets[1]}));
+    const Outcome again = kvcheck(args);
+    EXPECT_EQ(again.code, 1) << again.all();
+    const auto hash = [](const std::string& text) { return text.substr(text.rfind("final_state_hash=")); };
+    EXPECT_EQ(hash(again.out), hash(o.out));
+
+    const nlohmann::json shrunk = read_json(out / "counterexample.json");
+    EXPECT_EQ(shrunk["compute"]["max_load_wait_us"].get<int>(), 4000);
+    EXPECT_EQ(kvcheck({"run", (out / "counterexample.json").string(), "--quiet"}).code, 1);
+}
+
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
 // a counterexample (an expectation that invariants are violated) exits 1 and reports each of
 // them; a false-positive regression (only invariants that must hold) replays cleanly, exit 0.

@@ -39,6 +39,8 @@ struct RunArgs {
     bool quiet = false;
     bool html = false;
     bool expected_policies = false;  // every policy the expect block names, each in DIR[/NAME]/POLICY/
+    std::vector<std::string> sets;   // --set POINTER=VALUE, as given
+    std::vector<sim::Override> overrides;  // the same, read
 };
 
 struct CaseResult {
@@ -55,8 +57,27 @@ struct CaseResult {
     nlohmann::json report;  // kept for a suite's --json document
 };
 
-std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed) {
-    return "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
+std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed,
+                              const std::vector<sim::Override>& overrides) {
+    std::string out = "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
+    for (const sim::Override& o : overrides) out += " --set " + shell_word(o.text);
+    return out;
+}
+
+// --set POINTER=VALUE on run, compare and validate: a scenario value replaced for this command.
+void add_set_option(CLI::App* cmd, std::vector<std::string>& sets) {
+    cmd->add_option("--set", sets,
+                    "POINTER=VALUE: replace the scenario's value at this JSON pointer (VALUE as JSON, else as a string), "
+                    "e.g. --set /compute/max_load_wait_us=5000; repeatable, applied in order")
+        ->expected(1)
+        ->allow_extra_args(false)  // one value an occurrence: a positional after it stays positional
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+std::vector<sim::Override> read_overrides(const std::vector<std::string>& sets) {
+    std::vector<sim::Override> out;
+    for (const std::string& text : sets) out.push_back(sim::parse_override(text));
+    return out;
 }
 
 // Where a scenario's outputs (or schedules) go under `base`: base itself for a single run, a
@@ -151,7 +172,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
     const auto started = std::chrono::steady_clock::now();
     sim::Scenario scenario;
     try {
-        scenario = sim::load_scenario(path);
+        scenario = sim::load_scenario(path, args.overrides);
     } catch (const sim::InputError& e) {
         c.error = e.what();
         return c;
@@ -183,7 +204,7 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
                                                                 : case_folder(args.out, c.name, in_suite) + "/" + policy;
     if (!out_dir.empty()) write_outputs(out_dir, result, report, args.html);
     c.failures = sim::judge_run(sim::expectation_for(scenario, policy), report);
-    c.reproduce = reproduce_command(path, policy, seed);
+    c.reproduce = reproduce_command(path, policy, seed, args.overrides);
     std::string counterexample_note;
     if (!out_dir.empty()) counterexample_note = write_counterexample(out_dir, scenario, policy, seed, result, !c.failures.empty());
     c.policy = policy;
@@ -266,7 +287,7 @@ std::vector<std::string> policies_for(const std::string& path, const RunArgs& ar
     if (!args.expected_policies) return {args.policy};
     sim::Scenario scenario;
     try {
-        scenario = sim::load_scenario(path);
+        scenario = sim::load_scenario(path, args.overrides);
     } catch (const sim::InputError&) {
         return {""};
     }
@@ -400,7 +421,9 @@ void register_compare(CLI::App& app, Common& common) {
     cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/ and the policy order to DIR/compare.json");
     cmd->add_flag("--json", args->json, "Print {\"policies\": {NAME: report}}");
     cmd->add_flag("--quiet", args->quiet, "No progress line");
+    add_set_option(cmd, args->sets);
     cmd->callback([args, policies, &common] {
+        args->overrides = read_overrides(args->sets);
         const std::vector<std::string> names = split_list(*policies);
         if (names.empty()) throw sim::InputError("", "--policies", "expected at least one policy");
         std::set<std::string> seen;
@@ -414,7 +437,7 @@ void register_compare(CLI::App& app, Common& common) {
             sim::require_output_file(sim::compare_manifest_path(args->out));
             for (const std::string& name : names) require_run_folder(args->out + "/" + name);
         }
-        const sim::Scenario scenario = sim::load_scenario(args->target);
+        const sim::Scenario scenario = sim::load_scenario(args->target, args->overrides);
         if (!args->out.empty()) clear_other_results(args->out, seen, true);
         const std::uint64_t seed = args->seed != 0 ? args->seed : scenario.seed;
         std::fprintf(args->json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());
@@ -436,7 +459,7 @@ void register_compare(CLI::App& app, Common& common) {
             const std::vector<std::string> failures = sim::judge_run(sim::expectation_for(scenario, name), report);
             for (const std::string& f : failures) std::fprintf(stderr, "FAIL %s: %s\n", name.c_str(), f.c_str());
             if (!failures.empty()) {
-                std::fprintf(stderr, "reproduce: %s\n", reproduce_command(args->target, name, seed).c_str());
+                std::fprintf(stderr, "reproduce: %s\n", reproduce_command(args->target, name, seed, args->overrides).c_str());
                 code = 1;
             }
             if (!args->out.empty()) {
@@ -463,8 +486,10 @@ void register_validate(CLI::App& app, Common& common) {
     auto path = std::make_shared<std::string>();
     auto* cmd = app.add_subcommand("validate", "Check a scenario file and report every problem with its JSON pointer");
     cmd->add_option("scenario", *path, "Scenario file")->required();
-    cmd->callback([path, &common] {
-        const std::vector<sim::InputError> problems = sim::validate_scenario(*path);
+    auto sets = std::make_shared<std::vector<std::string>>();
+    add_set_option(cmd, *sets);
+    cmd->callback([path, sets, &common] {
+        const std::vector<sim::InputError> problems = sim::validate_scenario(*path, read_overrides(*sets));
         for (const sim::InputError& e : problems) std::fprintf(stderr, "kvcheck: %s\n", e.what());
         if (problems.empty()) std::printf("%s: valid\n", path->c_str());
         common.exit_code = problems.empty() ? 0 : 2;
@@ -488,7 +513,9 @@ void register_run(CLI::App& app, Common& common) {
                                 "(outputs in DIR[/NAME]/POLICY/, one JUnit case per scenario and policy)");
     every->excludes(cmd->get_option("--policy"));
     every->excludes(cmd->get_option("--export-schedules"));
+    add_set_option(cmd, args->sets);
     cmd->callback([args, &common] {
+        args->overrides = read_overrides(args->sets);
         if (!args->policy.empty() && model::find_policy(args->policy) == nullptr)
             throw sim::InputError("", "--policy", "unknown policy \"" + args->policy + "\" (known: " + model::policy_names() + ")");
         common.exit_code = run_command(*args);
