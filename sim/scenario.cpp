@@ -474,18 +474,39 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
     }
 }
 
+// Puts `o`'s value at its pointer in `doc`. Missing object members on the way are created (a
+// file without "compute" takes --set /compute/...), array elements are not: an index must name
+// an element the file has, as a new fault entry would be one with defaults the user never wrote.
+void apply_override(nlohmann::json& doc, const Override& o, const std::string& path) {
+    nlohmann::json* at = &doc;
+    std::string reached;
+    for (std::size_t from = 1; from <= o.pointer.size();) {
+        const std::size_t to = std::min(o.pointer.find('/', from), o.pointer.size());
+        std::string token = o.pointer.substr(from, to - from);
+        for (std::size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i) token.replace(i, 2, token[i + 1] == '1' ? "/" : "~");
+        const bool index = !token.empty() && token.size() < 10 && token.find_first_not_of("0123456789") == std::string::npos;
+        if (at->is_null() && index)
+            throw InputError(path, reached.empty() ? "/" : reached, "--set cannot put a value here: the file has no array to index");
+        reached = o.pointer.substr(0, to);
+        if (at->is_array()) {
+            if (!index || std::stoul(token) >= at->size())
+                throw InputError(path, reached, "--set cannot put a value here: " +
+                                                    (at->empty() ? std::string("the array is empty")
+                                                                 : "expected an index from 0 to " + std::to_string(at->size() - 1)));
+            at = &(*at)[std::stoul(token)];
+        } else if (at->is_object() || at->is_null()) {
+            at = &(*at)[token];
+        } else {
+            throw InputError(path, reached, std::string("--set cannot put a value here: its parent is a ") + at->type_name());
+        }
+        from = to + 1;
+    }
+    *at = o.value;
+}
+
 nlohmann::json read_document(const std::string& path, const std::vector<Override>& overrides) {
     nlohmann::json doc = parse_json_text(read_file(path), path);
-    for (const Override& o : overrides) {
-        try {
-            doc[nlohmann::json::json_pointer(o.pointer)] = o.value;
-        } catch (const nlohmann::json::exception& e) {
-            // nlohmann's text after its "[json.exception....] " tag says which part of the pointer failed.
-            const std::string what = e.what();
-            const std::size_t tag = what.find("] ");
-            throw InputError(path, o.pointer, "--set cannot put a value here: " + (tag == std::string::npos ? what : what.substr(tag + 2)));
-        }
-    }
+    for (const Override& o : overrides) apply_override(doc, o, path);
     return doc;
 }
 

@@ -68,8 +68,8 @@ struct Expectation {
 inline constexpr std::uint32_t kSamplesMax = 64;  // sampled answers a request may ask for
 
 // A scenario value given on the command line, `--set POINTER=VALUE`: VALUE, read as JSON (or as a
-// string when it is not JSON), replaces what the file holds at the JSON pointer, creating the
-// objects on the way to it.
+// string when it is not JSON), replaces what the file holds at the JSON pointer, creating missing
+// object members on the way (not array elements).
 struct Override {
     std::string pointer;
     nlohmann::json value;
