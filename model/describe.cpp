@@ -13,7 +13,7 @@ constexpr std::array<std::string_view, kStepKindCount> kStepNames = {
     "lookup",  "pin",       "revalidate",   "allocate",        "read",          "commit",        "decode",
     "finish",  "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
     "skew_index", "bump_model_version", "change_layout", "misaligned_reload", "migrate", "lose_block",
-    "partial_load", "stop_waiting"};
+    "partial_load", "stop_waiting", "abort"};
 
 }  // namespace
 

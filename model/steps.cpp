@@ -142,14 +142,18 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
     out.lookup = std::move(res);
 }
 
-// The request gives up on its loads: they go on and land for whoever reads those entries next,
-// and it looks up again, taking only what is on the GPU by then (what the lookup before them
-// planned holds no pins).
-void do_stop_waiting(World& w, std::uint32_t r) {
+// A request's loads go on without it and land for whoever reads those entries next.
+void detach_loads(World& w, std::uint32_t r) {
     for (IoOp& op : w.io)
         if (op.live && op.kind == IoKind::load && op.request == r) op.request = kNone;
+    w.requests[r].pending_loads = 0;
+}
+
+// The request gives up on its loads (detach_loads) and looks up again, taking only what is on
+// the GPU by then (what the lookup before them planned holds no pins).
+void do_stop_waiting(World& w, std::uint32_t r) {
+    detach_loads(w, r);
     Request& q = w.requests[r];
-    q.pending_loads = 0;
     q.gave_up_waiting = true;
     if (!w.defenses.drop_verdict_on_failed_load) {
         // Mutant `sticky-lookup`: as after its loads, the next lookup keeps the plan made before
@@ -159,6 +163,15 @@ void do_stop_waiting(World& w, std::uint32_t r) {
     }
     q.plan.clear();
     q.phase = Phase::arrived;
+}
+
+// A request that waits or waited on loads ends without computing anything (a driver that fails
+// a request whose load failed). It holds no pins and owns no entries yet.
+void do_abort(World& w, std::uint32_t r) {
+    detach_loads(w, r);
+    Request& q = w.requests[r];
+    q.plan.clear();
+    q.phase = Phase::done;
 }
 
 // Before a reader holds the extents its plan reads parts of, each quiet one is split where the
@@ -304,7 +317,9 @@ std::optional<StepKind> next_request_step(const Request& q) {
 
 bool request_enabled(const World& w, const Step& step) {
     if (step.target >= w.requests.size()) return false;
-    if (step.kind == StepKind::stop_waiting) return w.requests[step.target].phase == Phase::waiting_io;
+    const Phase phase = w.requests[step.target].phase;
+    if (step.kind == StepKind::stop_waiting) return phase == Phase::waiting_io;
+    if (step.kind == StepKind::abort) return phase == Phase::waiting_io || phase == Phase::io_done;
     return next_request_step(w.requests[step.target]) == step.kind;
 }
 
@@ -343,7 +358,18 @@ bool may_offload_from(const World& w, std::size_t list) {
 }
 
 bool is_fault(StepKind kind) {
-    return kind >= StepKind::io_fail && kind != StepKind::io_complete && kind != StepKind::stop_waiting;
+    switch (kind) {
+        case StepKind::io_fail:
+        case StepKind::interrupt_eviction:
+        case StepKind::skew_index:
+        case StepKind::bump_model_version:
+        case StepKind::change_layout:
+        case StepKind::misaligned_reload:
+        case StepKind::migrate:
+        case StepKind::lose_block:
+        case StepKind::partial_load: return true;
+        default: return false;
+    }
 }
 
 StepTarget target_of(StepKind kind) {
@@ -356,7 +382,8 @@ StepTarget target_of(StepKind kind) {
         case StepKind::commit:
         case StepKind::decode:
         case StepKind::finish:
-        case StepKind::stop_waiting: return StepTarget::request;
+        case StepKind::stop_waiting:
+        case StepKind::abort: return StepTarget::request;
         case StepKind::evict:
         case StepKind::offload:
         case StepKind::interrupt_eviction:
@@ -429,6 +456,7 @@ void offered_into(World& w, const Step& step, StepOutcome& out) {
         case StepKind::decode: do_decode(w, t, step.arg, out); break;
         case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::stop_waiting: do_stop_waiting(w, t); break;
+        case StepKind::abort: do_abort(w, t); break;
         case StepKind::evict:
             out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step, keeps_disk_copy(w.segments[t]), t});
             evict_segment(w, t);
@@ -498,6 +526,7 @@ void enabled_steps(const World& w, std::uint32_t kinds, std::vector<Step>& out) 
         const std::optional<StepKind> k = next_request_step(w.requests[r]);
         if (k && (kinds & kind_bit(*k)) != 0) out.push_back({*k, r, 0});
         consider(StepKind::stop_waiting, r);
+        consider(StepKind::abort, r);
     }
     const bool partial_differs = !w.defenses.load_length_check;  // else partial_load leads where io_fail does
     for (std::uint32_t i = 0; i < w.io.size(); ++i) {

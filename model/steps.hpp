@@ -27,8 +27,9 @@ enum class StepKind : std::uint8_t {
     lose_block,             // F11: one block of a compressed segment is lost; target = segment
     partial_load,           // F2: a load completes with only part of the segment's bytes; target = I/O op
     stop_waiting,           // a request waiting on loads stops waiting (the driver's timeout); target = request
+    abort,                  // a request whose load failed ends without computing (a `fail` policy); target = request
 };
-inline constexpr int kStepKindCount = 21;
+inline constexpr int kStepKindCount = 22;
 std::string_view step_kind_name(StepKind kind);
 
 // What a step's target names: a request, a segment, an I/O operation, or a group (change_layout;

@@ -266,16 +266,26 @@ private:
                 schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::finish));
                 break;
             case StepKind::finish:
-                timeline_.span(t.uid, "request", t.arrival_ns, now_,
-                               std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
-                world_.release_request(r);
-                ++finished_;
-                if (sessions_ && !t.sibling)
-                    for (const SessionBook::Due& d : sessions_->finished(t.turn, now_))
-                        schedule(d.at_ns, EventKind::turn, static_cast<std::uint32_t>(d.turn), 0);
+                end_request(r, std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
+                break;
+            case StepKind::abort:
+                ++metrics_.requests_failed;
+                end_request(r, "failed: a load failed");
                 break;
             default: KV_UNREACHABLE("not a request step");
         }
+    }
+
+    // A request has ended (finished, or failed by the load-failure policy): its slot is free, and
+    // a session's next turn may start.
+    void end_request(std::uint32_t r, const std::string& detail) {
+        const Tracking& t = tracking_[r];
+        timeline_.span(t.uid, "request", t.arrival_ns, now_, detail);
+        world_.release_request(r);
+        ++finished_;
+        if (sessions_ && !t.sibling)
+            for (const SessionBook::Due& d : sessions_->finished(t.turn, now_))
+                schedule(d.at_ns, EventKind::turn, static_cast<std::uint32_t>(d.turn), 0);
     }
 
     void first_lookup(std::uint32_t r, const model::LookupResult& res) {
@@ -351,7 +361,11 @@ private:
         if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
         if (exporter_ && loaded) exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
         if (exporter_ && loaded && kind == StepKind::partial_load) exporter_->note_torn(op.segment, world_.segments[op.segment].epoch);
-        if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
+        // The `fail` load-failure policy ends the request at its first failed load.
+        if (op.kind == model::IoKind::load && op.request != model::kNone && !loaded && s_.fail_on_load_failure) {
+            end_io_wait(op.request, "a load failed");
+            request_step(op.request, StepKind::abort);
+        } else if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
             end_io_wait(op.request, "");
             schedule(now_, EventKind::step, op.request, static_cast<std::uint32_t>(StepKind::lookup));
         }

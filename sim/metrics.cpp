@@ -257,6 +257,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"loads", m.loads},
             {"load_failures", m.load_failures},
             {"load_waits_stopped", m.load_waits_stopped},
+            {"requests_failed", m.requests_failed},
             {"evictions", by_form(m.evictions)},
             {"evictions_by_cause", by_cause(m)},
             {"evictions_last_copy", by_form(m.evictions_last_copy)},
@@ -364,6 +365,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     counter("load_failures_total", "Loads that failed (F2).", m.load_failures);
     counter("load_waits_stopped_total", "Waits for loads that reached compute.max_load_wait_us: the request recomputed the rest.",
             m.load_waits_stopped);
+    counter("requests_failed_total", "Requests ended at a failed load (compute.load_failure_policy fail).", m.requests_failed);
     counter("stale_revalidations_total", "Revalidations that found a segment's epoch or the model version changed (RL3).",
             m.stale_revalidations);
     counter("admission_refusals_total", "Allocations or loads that did not fit the GPU budget (RL1).", m.admission_refusals);

@@ -117,6 +117,7 @@ struct Metrics {
     std::uint64_t loads = 0;
     std::uint64_t load_failures = 0;
     std::uint64_t load_waits_stopped = 0;  // waits for loads cut off at compute.max_load_wait_us
+    std::uint64_t requests_failed = 0;     // ended at a failed load (compute.load_failure_policy fail)
     std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
     std::array<std::array<std::uint64_t, model::kFormCount>, model::kEvictionCauseCount> evictions_by_cause{};  // by cause, then form
     std::array<std::uint64_t, model::kFormCount> evictions_last_copy{};  // by form: evictions that left no copy anywhere

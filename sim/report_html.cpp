@@ -397,9 +397,9 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
     const auto row = [&](const std::string& label, const std::string& value) {
         out += "<tr><th>" + svg::escape(label) + "</th><td>" + svg::escape(value) + "</td></tr>";
     };
-    for (const char* key : {"requests", "lookups", "hits", "prompt_tokens", "hit_tokens", "reused_tokens", "recomputed_tokens", "trimmed_tokens",
-                            "resume_grain_tokens", "computed_tokens", "stale_revalidations", "admission_refusals", "graph_recaptures",
-                            "offloads", "demotions", "loads", "load_failures", "load_waits_stopped", "events"})
+    for (const char* key : {"requests", "lookups", "hits", "prompt_tokens", "hit_tokens", "reused_tokens", "recomputed_tokens",
+                            "trimmed_tokens", "resume_grain_tokens", "computed_tokens", "stale_revalidations", "admission_refusals",
+                            "graph_recaptures", "offloads", "demotions", "loads", "load_failures", "load_waits_stopped", "requests_failed", "events"})
         row(key, r.contains(key) ? svg::format_value(number(r, key), Unit::count) : "-");  // "-": a figure newer than the report
     // The union of every column's keys, so the rows line up across columns.
     for (const std::string& name : s.evictions) row("evictions " + name, svg::format_value(r["evictions"].value(name, 0.0), Unit::count));

@@ -173,6 +173,7 @@ void parse_compute(const nlohmann::json& value, Scenario& s, Problems& problems)
     s.decode_ms_per_token = f.number("decode_ms_per_token", s.decode_ms_per_token, 0, 1e6);
     s.validate_gap_us = f.unsigned_number("validate_gap_us", s.validate_gap_us, 0, 1ULL << 32);
     if (const std::optional<std::uint64_t> wait = f.optional_unsigned("max_load_wait_us", 0, 1ULL << 40)) s.max_load_wait_us = wait;
+    s.fail_on_load_failure = f.choice("load_failure_policy", s.fail_on_load_failure ? "fail" : "recompute", {"recompute", "fail"}) == "fail";
     s.capture_graphs = f.flag("capture_graphs", s.capture_graphs);
     f.finish();
 }

@@ -111,6 +111,9 @@ struct Scenario {
     // How long a request waits for its loads before it stops waiting (model::StepKind::stop_waiting)
     // and recomputes what they would have given; none: until they end.
     std::optional<std::uint64_t> max_load_wait_us;
+    // compute.load_failure_policy `fail`: a request whose load fails ends there, counted in
+    // requests_failed (model::StepKind::abort); `recompute` (the default): it recomputes.
+    bool fail_on_load_failure = false;
     std::vector<FaultSpec> faults;
 
     std::uint64_t max_events = 50'000'000;

@@ -111,7 +111,8 @@ TEST(Explorer, ValidatedIsCleanAtTheTierScope) {
     EXPECT_TRUE(run.metrics.invariant_violations.empty());
 }
 
-// Proves validated clean where a request may stop waiting on its loads (the load-wait scope), and
+// Proves validated clean where a request may stop waiting on its loads or end at them (the
+// load-wait scope: stop_waiting and abort), and
 // that the scope reaches what it is for: request 1 waits on a load of request 0's offloaded
 // prefix, stops waiting, runs to the end, and only then does the load it left land, every step
 // within the scope's budgets and every invariant holding. sticky-lookup, which keeps the plan
@@ -122,6 +123,7 @@ TEST(Explorer, ValidatedIsCleanAtTheLoadWaitScope) {
     expect_proven_clean(r);
     const sim::Scope scope = sim::named_scope("load-wait");
     EXPECT_EQ(scope.max_faults, 0u);
+    EXPECT_NE(scope.step_kinds & model::kind_bit(model::StepKind::abort), 0u);
     model::World w = sim::initial_world(scope, model::find_policy("validated")->defenses);
     std::size_t background = 0;
     const auto take = [&](model::Step step) {

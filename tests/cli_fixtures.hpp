@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -115,6 +116,13 @@ inline fs::path relocated_copy(const fs::path& file, nlohmann::json doc, const s
     const fs::path copy = scratch(name) / file.filename();
     write_text(copy, doc.dump(2));
     return copy;
+}
+
+// The report.json of a run of `file` under `policy`, which exits 0 or 1 (expectations aside).
+inline nlohmann::json policy_report(const fs::path& file, const std::string& policy) {
+    const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
+    EXPECT_TRUE(o.code == 0 || o.code == 1) << o.all();
+    return nlohmann::json::parse(o.out);
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ struct ScopeDraw {
     bool tier_eviction = false;       // model::Limits::tier_eviction
     std::uint32_t host_bytes = 0;     // model::Limits::host_capacity_bytes: 0 (every copy on disk) or a few entries' worth
     bool stop_waiting = false;        // requests may stop waiting on their loads (a driver's timeout)
+    bool abort = false;               // requests may end at their loads (a driver's load-failure policy)
 };
 
 void showValue(const ScopeDraw& d, std::ostream& os) {
@@ -74,7 +75,7 @@ void showValue(const ScopeDraw& d, std::ostream& os) {
        << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
        << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} extent_tokens=" << d.extent_tokens
        << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " host_bytes=" << d.host_bytes
-       << " stop_waiting=" << d.stop_waiting << " faults={";
+       << " stop_waiting=" << d.stop_waiting << " abort=" << d.abort << " faults={";
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
     os << "} requests=[";
@@ -120,7 +121,7 @@ rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
         rc::gen::set(&ScopeDraw::tier_eviction, rc::gen::arbitrary<bool>()),
         // Host memory for one or a few copies: later offloads move the earlier ones to disk.
         rc::gen::set(&ScopeDraw::host_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 600}, {1, 3'000}})),
-        rc::gen::set(&ScopeDraw::stop_waiting, rc::gen::arbitrary<bool>()));
+        rc::gen::set(&ScopeDraw::stop_waiting, rc::gen::arbitrary<bool>()), rc::gen::set(&ScopeDraw::abort, rc::gen::arbitrary<bool>()));
 }
 
 // The same scopes with extents: entries of up to 64 or 128 tokens (four or eight 16-token blocks;
@@ -151,6 +152,7 @@ sim::Scope build_scope(const ScopeDraw& d) {
         if ((d.fault_mask >> i) & 1u) s.step_kinds |= model::kind_bit(kFaultKinds[i]);
     if ((s.step_kinds & model::kind_bit(StepKind::io_fail)) != 0) s.step_kinds |= model::kind_bit(StepKind::partial_load);
     if (d.stop_waiting) s.step_kinds |= model::kind_bit(StepKind::stop_waiting);
+    if (d.abort) s.step_kinds |= model::kind_bit(StepKind::abort);
     s.max_faults = static_cast<std::uint8_t>(d.max_faults);
     s.max_background = static_cast<std::uint8_t>(d.max_background);
     std::vector<std::vector<std::uint64_t>> prompts;

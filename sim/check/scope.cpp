@@ -25,6 +25,8 @@ bool is_background(StepKind kind) { return kind == StepKind::evict || kind == St
 
 std::uint32_t background_kinds() { return kind_bit(StepKind::evict) | kind_bit(StepKind::offload); }
 
+std::uint32_t leave_load_kinds() { return kind_bit(StepKind::stop_waiting) | kind_bit(StepKind::abort); }
+
 std::uint32_t allowed_kinds(const Scope& scope, std::uint8_t faults_used, std::uint8_t background_used) {
     std::uint32_t kinds = scope.step_kinds;
     if (faults_used >= scope.max_faults) kinds &= ~all_fault_kinds();
@@ -86,13 +88,14 @@ Scope named_scope(const std::string& name) {
         return s;
     }
     if (name == "load-wait") {
-        // The small scope without faults where a request may stop waiting on its loads (model
-        // stop_waiting, the simulator's compute.max_load_wait_us): once an offload has put part
-        // of request 0's prefix on disk, request 1 may wait for it and give up, and the load it
-        // leaves lands while request 1 reads, finishes, or is gone.
+        // The small scope without faults where a request may stop waiting on its loads or end at
+        // them (model stop_waiting and abort: the simulator's compute.max_load_wait_us and
+        // load_failure_policy fail): once an offload has put part of request 0's prefix on disk,
+        // request 1 may wait for it and give up, and the load it leaves lands while request 1
+        // reads, finishes, or is gone.
         s = named_scope("small");
         s.name = name;
-        s.step_kinds = actor_kinds() | background_kinds() | model::kind_bit(StepKind::stop_waiting);
+        s.step_kinds = actor_kinds() | background_kinds() | leave_load_kinds();
         s.max_faults = 0;
         s.max_background = 2;
         return s;

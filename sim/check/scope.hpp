@@ -38,10 +38,12 @@ struct Scope {
 };
 
 // Step kinds by role (bits from model::kind_bit): the actors that always act, the background
-// evictor/offloader (bounded by max_background) and the fault injector (bounded by max_faults).
+// evictor/offloader (bounded by max_background), the fault injector (bounded by max_faults), and
+// a driver that leaves loads behind (stop_waiting, abort; only some scopes have one).
 std::uint32_t actor_kinds();
 std::uint32_t background_kinds();
 std::uint32_t all_fault_kinds();
+std::uint32_t leave_load_kinds();
 
 // The kinds a path may still take, given what it has used of its budgets.
 std::uint32_t allowed_kinds(const Scope& scope, std::uint8_t faults_used, std::uint8_t background_used);

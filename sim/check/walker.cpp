@@ -126,7 +126,8 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::strin
     // so the rest of a walk's scope does not depend on it.
     s.limits.extent_tokens = rng.below(2) == 0 ? 0 : (4 * block) << rng.below(2);
     // Half the walks let a request stop waiting on its loads (a driver's timeout); drawn after
-    // the rest for the same reason.
+    // the rest for the same reason. None lets it end at them (abort): a walk that may end its
+    // requests early reads less, and caught fewer mutants (docs/checker.md).
     if (rng.below(2) == 0) s.step_kinds |= model::kind_bit(model::StepKind::stop_waiting);
     return s;
 }

@@ -41,10 +41,13 @@ void print_summary(const nlohmann::json& j, FILE* to) {
                  tokens("reused_tokens_by_source.disk"), tokens("recomputed_tokens"), tokens("trimmed_tokens"), j["ttft_ms"]["p50"].get<double>(),
                  j["ttft_ms"]["p99"].get<double>());
     if (const std::uint64_t waits = j["io_wait_ms"]["waits"].get<std::uint64_t>(); waits > 0) {
-        const nlohmann::json* stopped = sim::report_value(j, "load_waits_stopped");
-        std::fprintf(to, "io_wait_ms p50=%.1f p99=%.1f waits=%llu stopped=%llu\n", j["io_wait_ms"]["p50"].get<double>(),
-                     j["io_wait_ms"]["p99"].get<double>(), static_cast<unsigned long long>(waits),
-                     static_cast<unsigned long long>(stopped != nullptr ? stopped->get<std::uint64_t>() : 0));
+        const auto count = [&](const char* key) {
+            const nlohmann::json* v = sim::report_value(j, key);
+            return static_cast<unsigned long long>(v != nullptr ? v->get<std::uint64_t>() : 0);
+        };
+        std::fprintf(to, "io_wait_ms p50=%.1f p99=%.1f waits=%llu stopped=%llu requests_failed=%llu\n", j["io_wait_ms"]["p50"].get<double>(),
+                     j["io_wait_ms"]["p99"].get<double>(), static_cast<unsigned long long>(waits), count("load_waits_stopped"),
+                     count("requests_failed"));
     }
     if (const nlohmann::json* ages = sim::report_value(j, "entry_ages_ms")) {
         std::fprintf(to, "entry_ages_ms p50/p99:");
@@ -94,6 +97,7 @@ void print_comparison(const std::vector<nlohmann::json>& reports) {
         {"ttft_ms.p99", "TTFT p99 (ms)"},
         {"io_wait_ms.p99", "I/O wait p99 (ms)"},
         {"load_waits_stopped", "load waits stopped"},
+        {"requests_failed", "requests failed"},
         {"entry_ages_ms.lifetime.all.p50", "entry lifetime p50 (ms)"},
         {"entry_ages_ms.reuse_gap.all.p50", "entry reuse gap p50 (ms)"},
     };
