@@ -64,6 +64,18 @@ std::vector<fs::path> scenario_files(const fs::path& folder) {
 
 std::string repo_path(const fs::path& file) { return fs::relative(file, kSourceDir).string(); }
 
+// The words after "reproduce: kvcheck " in a run's output (empty when there is no such line).
+std::vector<std::string> reproduce_args(const std::string& out) {
+    const std::string marker = "reproduce: kvcheck ";
+    const std::size_t at = out.find(marker);
+    if (at == std::string::npos) return {};
+    const std::size_t from = at + marker.size();
+    std::istringstream words(out.substr(from, out.find('\n', from) - from));
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    return args;
+}
+
 // `kvcheck compare` of the Mooncake scenario, run once per test process and shared.
 const fs::path kMooncake = kSourceDir / "scenarios" / "mooncake-conversation.json";
 
@@ -329,13 +341,8 @@ TEST(ScenarioSuite, FailingExpectationExitsOneWithReproduceLine) {
     ASSERT_EQ(o.code, 1) << o.all();
     EXPECT_NE(o.out.find("FAIL"), std::string::npos) << o.all();
     EXPECT_NE(o.out.find("silent_corruptions = 0, expected at least 1"), std::string::npos) << o.all();
-    const std::string marker = "reproduce: kvcheck ";
-    const std::size_t at = o.out.find(marker);
-    ASSERT_NE(at, std::string::npos) << o.all();
-    const std::size_t from = at + marker.size();
-    std::istringstream words(o.out.substr(from, o.out.find('\n', from) - from));
-    std::vector<std::string> args;
-    for (std::string w; words >> w;) args.push_back(w);
+    const std::vector<std::string> args = reproduce_args(o.out);
+    ASSERT_FALSE(args.empty()) << o.all();
     ASSERT_EQ(args, (std::vector<std::string>{"run", copy.string(), "--policy", "validated", "--seed", "5"}));
     const Outcome again = kvcheck(args);
     EXPECT_EQ(again.code, 1) << again.all();
@@ -355,13 +362,8 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     const nlohmann::json report = read_json(out / "report.json");
     EXPECT_LE(report["io_wait_ms"]["p99"].get<double>(), 4.0);
     EXPECT_GT(report["load_waits_stopped"].get<int>(), 0);
-    const std::string marker = "reproduce: kvcheck ";
-    const std::size_t at = o.out.find(marker);
-    ASSERT_NE(at, std::string::npos) << o.all();
-    const std::size_t from = at + marker.size();
-    std::istringstream words(o.out.substr(from, o.out.find('\n', from) - from));
-    std::vector<std::string> args;
-    for (std::string w; words >> w;) args.push_back(w);
+    const std::vector<std::string> args = reproduce_args(o.out);
+    ASSERT_FALSE(args.empty()) << o.all();
     EXPECT_EQ(args, (std::vector<std::string>{"run", source.string(), "--policy", "sticky-lookup", "--seed", "1", "--set", sets[0],
                                               "--set", sets[1]}));
     const Outcome again = kvcheck(args);
