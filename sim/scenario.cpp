@@ -479,16 +479,17 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
 // file without "compute" takes --set /compute/...), array elements are not: an index must name
 // an element the file has, as a new fault entry would be one with defaults the user never wrote.
 void apply_override(nlohmann::json& doc, const Override& o, const std::string& path) {
+    // The pointer's tokens, unescaped, from the first: nlohmann's json_pointer hands them out last first.
+    std::vector<std::string> tokens;
+    for (nlohmann::json::json_pointer rest(o.pointer); !rest.empty(); rest.pop_back()) tokens.push_back(rest.back());
     nlohmann::json* at = &doc;
     std::string reached;
-    for (std::size_t from = 1; from <= o.pointer.size();) {
-        const std::size_t to = std::min(o.pointer.find('/', from), o.pointer.size());
-        std::string token = o.pointer.substr(from, to - from);
-        for (std::size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i) token.replace(i, 2, token[i + 1] == '1' ? "/" : "~");
+    for (auto it = tokens.rbegin(); it != tokens.rend(); ++it) {
+        const std::string& token = *it;
         const bool index = !token.empty() && token.size() < 10 && token.find_first_not_of("0123456789") == std::string::npos;
         if (at->is_null() && index)
             throw InputError(path, reached.empty() ? "/" : reached, "--set cannot put a value here: the file has no array to index");
-        reached = o.pointer.substr(0, to);
+        reached += "/" + pointer_escape(token);
         if (at->is_array()) {
             if (!index || std::stoul(token) >= at->size())
                 throw InputError(path, reached, "--set cannot put a value here: " +
@@ -500,7 +501,6 @@ void apply_override(nlohmann::json& doc, const Override& o, const std::string& p
         } else {
             throw InputError(path, reached, std::string("--set cannot put a value here: its parent is a ") + at->type_name());
         }
-        from = to + 1;
     }
     *at = o.value;
 }
