@@ -35,6 +35,12 @@ struct Event {
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
+std::vector<std::string> override_texts(const Scenario& s) {
+    std::vector<std::string> out;
+    for (const Override& o : s.overrides) out.push_back(o.text);
+    return out;
+}
+
 // Per request slot: what the simulator knows beyond the model.
 struct Tracking {
     std::uint32_t uid = 0;
@@ -103,7 +109,7 @@ public:
         metrics_.sim_time_ns = now_;
         metrics_.resume_grain_tokens = world_.grain_tokens;
         RunResult result;
-        result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next()};
+        result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next(), override_texts(s_)};
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};
         if (s_.samples > 1) metrics_.samples_forked = forked_;
         result.metrics = std::move(metrics_);
@@ -560,7 +566,7 @@ RunResult run_steps(const Scenario& s, const RunOptions& o) {
         if (model::corrupts_output(v.invariant)) result.metrics.silent_corruptions = 1;
     }
     result.metrics.events = trail.steps_applied;
-    result.info = {s.name, s.preset, policy, o.seed_given ? o.seed : s.seed, 0, 0};
+    result.info = {s.name, s.preset, policy, o.seed_given ? o.seed : s.seed, 0, 0, override_texts(s)};
     model::World w = initial_world(s.scope, model::find_policy(policy)->defenses);
     for (const Step& st : s.steps) model::apply(w, st);
     result.info.final_state_hash = model::state_hash(w);

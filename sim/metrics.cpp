@@ -279,6 +279,7 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
             {"warnings", warnings_json(m)}};
     if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
     if (m.samples_forked) report["samples_forked"] = *m.samples_forked;
+    if (!info.overrides.empty()) report["overrides"] = info.overrides;  // absent without --set: reports stay as they were
     return report;
 }
 

@@ -159,6 +159,7 @@ struct RunInfo {
     std::uint64_t seed = 0;
     std::uint64_t final_state_hash = 0;
     std::uint64_t unseed = 0;  // one more draw of the root generator: a second run must match it
+    std::vector<std::string> overrides;  // the run's --set POINTER=VALUE, as given (Scenario::overrides)
 };
 
 nlohmann::json report_json(const RunInfo& info, const Metrics& m);

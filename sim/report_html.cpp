@@ -93,7 +93,7 @@ json load_report(const std::filesystem::path& file) {
     static const json later = json::parse(R"({"requests_by_reuse_pct": {"*": 0}, "evictions_by_cause": {"*": {"*": 0}},
         "evictions_last_copy": {"*": 0}, "prompt_tokens": 0, "token_hit_rate": 0.5, "token_reuse_rate": 0.5,
         "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}},
-        "warnings": [{"code": "", "message": ""}], "entry_ages_ms": {"*": {"*": {"count": 0, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0}}}})");
+        "warnings": [{"code": "", "message": ""}], "overrides": [""], "entry_ages_ms": {"*": {"*": {"count": 0, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0}}}})");
     for (const auto& [key, item] : later.items())
         if (report.contains(key)) check_shape(report[key], item, "/" + key, name);
     const json& series = report["series"];
@@ -226,7 +226,9 @@ std::string cell_header(const NamedReport& nr, const Scales&) {
     std::string out = "<h3>" + svg::escape(nr.name) + "</h3><p class=\"meta\">scenario " + svg::escape(r["scenario"].get<std::string>()) +
                       " · policy " + svg::escape(r["policy"].get<std::string>()) + " · preset " +
                       svg::escape(r["preset"].get<std::string>().empty() ? "custom" : r["preset"].get<std::string>()) + " · seed " +
-                      r["seed"].dump() + "</p>";
+                      r["seed"].dump();
+    for (const json& o : r.value("overrides", json::array())) out += " · --set " + svg::escape(o.get<std::string>());
+    out += "</p>";
     if (corruptions + violations == 0) out += "<p class=\"badge ok\">No silent corruption, no invariant violated</p>";
     else
         out += "<p class=\"badge bad\">" + svg::format_value(static_cast<double>(corruptions), Unit::count) + " silent corruptions · " +

@@ -489,7 +489,8 @@ void apply_override(nlohmann::json& doc, const Override& o, const std::string& p
         const bool index = !token.empty() && token.size() < 10 && token.find_first_not_of("0123456789") == std::string::npos;
         if (at->is_null() && index)
             throw InputError(path, reached.empty() ? "/" : reached, "--set cannot put a value here: the file has no array to index");
-        reached += "/" + pointer_escape(token);
+        reached.push_back('/');
+        reached += pointer_escape(token);
         if (at->is_array()) {
             if (!index || std::stoul(token) >= at->size())
                 throw InputError(path, reached, "--set cannot put a value here: " +

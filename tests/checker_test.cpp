@@ -119,8 +119,7 @@ TEST(Explorer, ValidatedIsCleanAtTheTierScope) {
 // made before the loads, is caught reading a page still in flight, though the scope has no
 // faults (elsewhere it needs a failed load).
 TEST(Explorer, ValidatedIsCleanAtTheLoadWaitScope) {
-    const sim::ExploreReport r = explore("load-wait", "validated");
-    expect_proven_clean(r);
+    expect_proven_clean(explore("load-wait", "validated"));
     const sim::Scope scope = sim::named_scope("load-wait");
     EXPECT_EQ(scope.max_faults, 0u);
     EXPECT_NE(scope.step_kinds & model::kind_bit(model::StepKind::abort), 0u);

@@ -362,6 +362,10 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     const nlohmann::json report = read_json(out / "report.json");
     EXPECT_LE(report["io_wait_ms"]["p99"].get<double>(), 4.0);
     EXPECT_GT(report["load_waits_stopped"].get<int>(), 0);
+    EXPECT_EQ(report["overrides"], nlohmann::json(sets)) << "the report names the values its run replaced";
+    const fs::path page = scratch("set-run-page") / "report.html";
+    ASSERT_EQ(kvcheck({"report", out.string(), "-o", page.string()}).code, 0);
+    EXPECT_NE(read_text(page).find("--set /compute/max_load_wait_us=4000"), std::string::npos);
     const std::vector<std::string> args = reproduce_args(o.out);
     ASSERT_FALSE(args.empty()) << o.all();
     EXPECT_EQ(args, (std::vector<std::string>{"run", source.string(), "--policy", "sticky-lookup", "--seed", "1", "--set", sets[0],
@@ -373,7 +377,9 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
 
     const nlohmann::json shrunk = read_json(out / "counterexample.json");
     EXPECT_EQ(shrunk["compute"]["max_load_wait_us"].get<int>(), 4000);
-    EXPECT_EQ(kvcheck({"run", (out / "counterexample.json").string(), "--quiet"}).code, 1);
+    const Outcome replayed = kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
+    EXPECT_EQ(replayed.code, 1) << replayed.all();
+    EXPECT_FALSE(nlohmann::json::parse(replayed.out).contains("overrides")) << "its values are in the file; a run without --set names none";
 }
 
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
