@@ -140,9 +140,6 @@ nlohmann::json scenario_document(const Scenario& scenario);
 // Every problem in the file, for `kvcheck validate`; empty when it is valid.
 std::vector<InputError> validate_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 
-// The expectation that applies to `policy`, if the scenario has one.
-const Expectation* expectation_for(const Scenario& scenario, const std::string& policy);
-
 // Serialises a steps-mode scenario (what `check`/`fuzz` write as counterexample.json).
 nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy, const std::vector<model::Step>& steps,
                                    const std::string& description, const Expectation* expect);
