@@ -114,7 +114,10 @@ public:
         if (s_.samples > 1) metrics_.samples_forked = forked_;
         result.metrics = std::move(metrics_);
         result.timeline = std::move(timeline_);
-        result.schedules_written = exporter_ ? exporter_->written() : 0;
+        if (exporter_) {
+            exporter_->finish();
+            result.schedules_written = exporter_->written();
+        }
         return result;
     }
 

@@ -128,12 +128,15 @@ void require_writable_folder(const std::string& path, std::filesystem::path fold
 
 }  // namespace
 
-void require_output_file(const std::string& path) {
+void require_output_file(const std::string& path, const std::vector<std::string>& inputs) {
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
     if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory, expected a file to write");
     if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
         throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file to write");
+    for (const std::string& input : inputs)
+        if (std::filesystem::equivalent(path, input, ec))
+            throw InputError(path, "", "is " + input + ", an input of this command; expected another output file");
     require_writable_folder(path, std::filesystem::path(path).parent_path());
 }
 

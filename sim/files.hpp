@@ -76,8 +76,9 @@ void require_input_file(const std::string& path);
 // Throws InputError when `path`, a file to be written, is a folder, a FIFO or a device, or when
 // the folder it goes into (or, when missing, the nearest folder above it) cannot be written.
 // Commands call it before their work, so that a bad output path costs no work and leaves nothing
-// half-done behind.
-void require_output_file(const std::string& path);
+// half-done behind. `inputs` are the files the command reads: an output that is one of them (by
+// any path) is refused too, as writing it, or removing an earlier result there, would destroy it.
+void require_output_file(const std::string& path, const std::vector<std::string>& inputs = {});
 
 // Throws InputError when `path`, an output folder, exists and is not a writable folder, or is
 // missing and the nearest folder above it cannot be written; called before the work likewise.

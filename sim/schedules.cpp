@@ -23,6 +23,12 @@ ScheduleExporter::ScheduleExporter(std::string dir, const Scenario& scenario, st
     remove_schedules(dir_);
 }
 
+ScheduleExporter::~ScheduleExporter() {
+    if (finished_) return;
+    std::error_code ec;
+    for (const std::string& file : files_) std::filesystem::remove(file, ec);
+}
+
 void remove_schedules(const std::string& dir) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
@@ -176,7 +182,8 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
                                 {"oracle", {{"corrupt", corrupt}, {"invariants", invariants}}}};
     char name[64];
     std::snprintf(name, sizeof name, "/request-%08u.json", spec.uid);
-    write_file_atomic(dir_ + name, doc.dump(1) + "\n");
+    files_.push_back(dir_ + name);
+    write_file_atomic(files_.back(), doc.dump(1) + "\n");
     ++written_;
 }
 

@@ -25,6 +25,13 @@ class ScheduleExporter {
 public:
     ScheduleExporter(std::string dir, const Scenario& scenario, std::string policy, std::uint64_t seed,
                      std::uint32_t max_schedules = 200);
+    // Schedules of a run that never finished (a trace line found broken halfway, say) are
+    // removed: an export is one whole run's or nothing.
+    ~ScheduleExporter();
+    ScheduleExporter(const ScheduleExporter&) = delete;
+    ScheduleExporter& operator=(const ScheduleExporter&) = delete;
+    // The run ended: its schedules stay.
+    void finish() { finished_ = true; }
 
     void remember(const std::shared_ptr<const model::RequestSpec>& spec);
     // A fault just applied: `step` is the n-th model step of the run (from 1). It is kept for the
@@ -44,6 +51,8 @@ private:
     std::uint64_t seed_;
     std::uint32_t max_schedules_;
     std::uint64_t written_ = 0;
+    std::vector<std::string> files_;  // the schedules written, removed unless finish() is called
+    bool finished_ = false;
     std::map<std::uint32_t, std::shared_ptr<const model::RequestSpec>> specs_;  // writers by uid
     std::set<std::pair<std::uint32_t, std::uint32_t>> loaded_;                  // (segment, epoch) after a load
     std::set<std::pair<std::uint32_t, std::uint32_t>> torn_;                    // (segment, epoch) after a torn load

@@ -392,6 +392,56 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
     EXPECT_NE(onto_manifest.output.find("the manifest this page's column order comes from"), std::string::npos) << onto_manifest.output;
 }
 
+// Proves: no command writes over one of its own inputs, by any path to it: --junit or --out of
+// run and compare onto the scenario or its trace, trace convert and synth onto their source.
+// Each is refused before the work, and the input is left as it was.
+TEST_F(OutputSafety, InputsAreNeverOverwritten) {
+    fs::create_directories(at("in"));
+    fs::copy_file(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl", at("in/report.json"));
+    const nlohmann::json scenario = {{"model", "toy"}, {"workload", {{"trace", "report.json"}, {"format", "jsonl"}, {"block_size", 16}, {"limit", 20}}}};
+    std::ofstream(at("in/s.json")) << scenario.dump() << "\n";
+    const std::string scenario_text = slurp(at("in/s.json"));
+    const std::string trace_text = slurp(at("in/report.json"));
+    for (const std::string& args : {"run " + at("in/s.json") + " --junit " + at("in/../in/s.json"), "run " + at("in/s.json") + " --junit " + at("in/report.json"),
+                                    "run " + at("in/s.json") + " --out " + at("in"), "compare " + at("in/s.json") + " --out " + at("in"),
+                                    "trace convert " + at("in/report.json") + " --format jsonl --block-size 16 --out " + at("in/report.json"),
+                                    "trace synth --from " + at("in/report.json") + " --format jsonl --block-size 16 --requests 5 --out " + at("in/./report.json")}) {
+        const Cli r = kvcheck(args);
+        EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+        EXPECT_NE(r.output.find(", an input of this command; expected another output file"), std::string::npos) << args << "\n" << r.output;
+        EXPECT_EQ(r.output.find("seed="), std::string::npos) << "refused before the work: " << r.output;
+    }
+    EXPECT_EQ(slurp(at("in/s.json")), scenario_text);
+    EXPECT_EQ(slurp(at("in/report.json")), trace_text);
+}
+
+// Proves: a run that fails halfway (a trace line found broken after many good ones) leaves no
+// exported schedule behind, though it wrote some before the bad line; and a suite folder's
+// `*.json` entry that is no regular file is an error, not a scenario skipped in silence.
+TEST_F(OutputSafety, FailedRunsLeaveNoSchedulesAndSuitesSkipNothing) {
+    std::string trace = slurp(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl");
+    trace += "{\"timestamp\": 99999999, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+    std::ofstream(at("late-bad.jsonl")) << trace;
+    const nlohmann::json scenario = {{"model", "toy"}, {"workload", {{"trace", "late-bad.jsonl"}, {"format", "jsonl"}, {"block_size", 16}}}};
+    std::ofstream(at("late-bad.json")) << scenario.dump() << "\n";
+    const Cli bad = kvcheck("run " + at("late-bad.json") + " --quiet --export-schedules " + at("sched"));
+    EXPECT_EQ(bad.code, 2) << bad.output;
+    EXPECT_NE(bad.output.find("late-bad.jsonl:"), std::string::npos) << bad.output;
+    EXPECT_TRUE(fs::is_empty(at("sched"))) << "schedules of a run that did not finish";
+    // The same trace without its last line exports schedules: the failure above came late.
+    trace.erase(trace.rfind("{\"timestamp\": 99999999"));
+    std::ofstream(at("late-bad.jsonl")) << trace;
+    const Cli good = kvcheck("run " + at("late-bad.json") + " --quiet --export-schedules " + at("sched"));
+    EXPECT_EQ(good.code, 0) << good.output;
+    EXPECT_FALSE(fs::is_empty(at("sched")));
+
+    fs::create_directories(at("suite/folder.json"));
+    std::ofstream(at("suite/one.json")) << scenario.dump() << "\n";
+    const Cli suite = kvcheck("run " + at("suite") + " --quiet");
+    EXPECT_EQ(suite.code, 2) << suite.output;
+    EXPECT_NE(suite.output.find("folder.json: is not a regular file, expected a scenario of the suite"), std::string::npos) << suite.output;
+}
+
 }  // namespace
 
 // Proves: --version is a common flag (DESIGN's CLI contract): every command, nested ones too,

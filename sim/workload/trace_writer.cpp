@@ -40,12 +40,12 @@ void append_mooncake_line(std::string& out, const TraceRecord& record) {
     out += "]}\n";
 }
 
-TraceWriter::TraceWriter(const std::string& path) : path_(path) {
+TraceWriter::TraceWriter(const std::string& path, const std::string& source) : path_(path) {
     if (path_.empty()) {
         file_ = stdout;
         return;
     }
-    require_output_file(path_);
+    require_output_file(path_, {source});
     const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
     if (!parent.empty()) ensure_directory(parent.string());
     temp_path_ = temporary_path(path_);

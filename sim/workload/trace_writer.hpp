@@ -18,7 +18,8 @@ void append_mooncake_line(std::string& out, const TraceRecord& record);
 class TraceWriter {
 public:
     // An empty path writes to stdout. Throws InputError when the temporary file cannot be created.
-    explicit TraceWriter(const std::string& path);
+    // `source`: the trace being rewritten, if any; `path` must not be it (InputError).
+    explicit TraceWriter(const std::string& path, const std::string& source = "");
     // A file never finished is removed, so no half-written trace is left behind; Ctrl-C removes it too.
     ~TraceWriter();
     TraceWriter(const TraceWriter&) = delete;

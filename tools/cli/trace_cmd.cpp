@@ -136,7 +136,7 @@ void register_synth(CLI::App& trace, Common& common) {
         const sim::TraceOptions options = trace_options(*flags);
         const sim::TraceStats fitted = sim::compute_trace_stats(flags->path, options);
         sim::TraceSynthesizer synthesizer(fitted, {.seed = flags->seed, .block_tokens = *out_block_tokens});
-        sim::TraceWriter writer(*out);
+        sim::TraceWriter writer(*out, flags->path);
         sim::TraceRecord record;
         for (std::uint64_t i = 0; i < *requests; ++i) {
             synthesizer.next(record);
@@ -161,7 +161,7 @@ void register_convert(CLI::App& trace, Common& common) {
     cmd->callback([flags, out, &common] {
         const sim::TraceOptions options = trace_options(*flags);
         const std::unique_ptr<sim::TraceReader> reader = sim::TraceReader::open(flags->path, options);
-        sim::TraceWriter writer(*out);
+        sim::TraceWriter writer(*out, flags->path);
         sim::TraceRecord record;
         std::uint64_t count = 0;
         while (reader->next(record)) {
