@@ -185,6 +185,9 @@ void Metrics::count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_len
 
 std::vector<RunWarning> run_warnings(const Metrics& m) {
     std::vector<RunWarning> out;
+    if (m.event_bound_hit)
+        out.push_back({"event_bound", "the run stopped at limits.max_events after " + counted(m.events, "event") + "; its figures cover only the " +
+                                          counted(m.requests, "request") + " that arrived by then"});
     if (m.lookups < 2 || m.resume_grain_tokens == 0) return out;  // one request, or a steps-mode run
     if (m.hits == 0) {
         out.push_back({"no_hits", "prefix caching found nothing to reuse: none of the " + std::to_string(m.lookups) +

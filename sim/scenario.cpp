@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <regex>
 
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
@@ -89,8 +90,13 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
         const std::filesystem::path base = std::filesystem::path(s.path).parent_path();
         s.trace_path = (base / trace).lexically_normal().string();
         std::error_code ec;
-        if (!std::filesystem::exists(s.trace_path, ec))
+        const std::filesystem::file_status status = std::filesystem::status(s.trace_path, ec);
+        if (!std::filesystem::exists(status))
             problems.add("/workload/trace", "trace file " + s.trace_path + " does not exist (for public traces run tools/fetch-traces)");
+        else if (!std::filesystem::is_regular_file(status))
+            problems.add("/workload/trace", "trace file " + s.trace_path +
+                                                (std::filesystem::is_directory(status) ? " is a directory" : " is not a regular file (a FIFO, device or socket)") +
+                                                ", expected a trace file");
     }
     // As on the command line, a .csv trace is Azure unless the format is named.
     const std::string format = std::string(trace_format_name(guess_trace_format(trace)));
@@ -344,7 +350,9 @@ void apply_override(nlohmann::json& doc, const Override& o, const std::string& p
     std::string reached;
     for (auto it = tokens.rbegin(); it != tokens.rend(); ++it) {
         const std::string& token = *it;
-        const bool index = !token.empty() && token.size() < 10 && token.find_first_not_of("0123456789") == std::string::npos;
+        // An array index as RFC 6901 writes it: digits, without a leading zero.
+        const bool index = !token.empty() && token.size() < 10 && token.find_first_not_of("0123456789") == std::string::npos &&
+                           (token == "0" || token[0] != '0');
         if (at->is_null() && index)
             throw InputError(path, reached.empty() ? "/" : reached, "--set cannot put a value here: the file has no array to index");
         reached.push_back('/');
@@ -394,6 +402,14 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
     } else {
         problems.add("/workload", "expected a \"workload\" (or \"steps\" with a \"scope\")");
     }
+    // A steps-mode scenario is the model's steps alone: budgets come from its scope, faults are
+    // among its steps, and there is no clock. These keys would be read and never used.
+    if (s.steps_mode)
+        for (const char* key : {"storage", "compute", "faults", "limits"})
+            if (top.raw(key) != nullptr)
+                problems.add(std::string("/") + key, std::string("\"") + key +
+                                                         "\" applies to a workload run; a scenario with \"steps\" takes its budgets from "
+                                                         "\"scope\" and its faults from its steps");
     if (const nlohmann::json* st = top.raw("storage")) parse_storage(*st, s, problems);
     if (const nlohmann::json* c = top.raw("compute")) parse_compute(*c, s, problems);
     if (const nlohmann::json* f = top.raw("faults")) parse_faults(*f, s, problems);
@@ -416,7 +432,10 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
     top.finish();
     if (problems.list.empty() && !s.steps_mode) check_faults_can_act(s, problems);
     if (s.prefill_tokens_per_s == 0) s.prefill_tokens_per_s = static_cast<double>(s.model.prefill_tokens_per_s);
-    if (s.steps_mode) s.scope.model = s.model;
+    if (s.steps_mode) {
+        s.scope.model = s.model;
+        s.scope.rollout = s.rollout;
+    }
     return s;
 }
 
@@ -440,8 +459,22 @@ Override parse_override(const std::string& text) {
     } catch (const nlohmann::json::exception& e) {
         throw InputError("", "--set", "\"" + o.pointer + "\" is not a JSON pointer (a \"~\" must be followed by 0 or 1)");
     }
+    // The text goes into reports and reproduce lines, which are UTF-8.
+    if (valid_utf8(text) != text)
+        throw InputError("", "--set", "expected UTF-8 text, got a byte that is not UTF-8 in \"" + valid_utf8(text) + "\"");
     const std::string value = text.substr(eq + 1);
-    o.value = nlohmann::json::accept(value) ? nlohmann::json::parse(value) : nlohmann::json(valid_utf8(value));
+    if (!nlohmann::json::accept(value)) {
+        // A number JSON cannot hold ("1e400") would otherwise be taken as a string.
+        static const std::regex number(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
+        if (std::regex_match(value, number)) throw InputError("", "--set", o.pointer + ": number out of range; expected a finite number");
+        o.value = value;
+        return o;
+    }
+    try {
+        o.value = parse_json_text(value, "");
+    } catch (const InputError& e) {  // a duplicate key, as in a file
+        throw InputError("", "--set", o.pointer + ": " + e.message() + " (at " + e.place() + " in the value)");
+    }
     return o;
 }
 
@@ -498,6 +531,8 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
                           {"model", {{"name", scope.model.name}, {"prefill_tokens_per_s", scope.model.prefill_tokens_per_s}, {"groups", groups}}},
                           {"scope", scope_json},
                           {"steps", list}};
+    if (scope.rollout != model::Rollout::cross_request)
+        doc["rollout"] = scope.rollout == model::Rollout::off ? "off" : "intra-request";
     if (expect != nullptr) {
         nlohmann::json e = nlohmann::json::object();
         if (!expect->violates.empty()) e["violates"] = expect->violates;

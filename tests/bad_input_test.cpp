@@ -312,15 +312,15 @@ TEST(BadInputCorpus, FifoInsteadOfAFileExitsTwo) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> commands = {
         {{"validate", fifo}, fifo},
         {{"trace", "stats", fifo}, fifo},
-        {{"run", scenario, "--out", dir.path() + "/run"}, fifo},
+        {{"run", scenario, "--out", dir.path() + "/run"}, scenario + ":/workload/trace: trace file " + fifo},
         {{"merge", fifo}, fifo},
     };
-    for (const auto& [args, file] : commands) {
+    for (const auto& [args, place] : commands) {
         const Outcome o = run_kvcheck(args, scratch.path());
         ASSERT_FALSE(o.timed_out) << command_line(args) << " blocked on the FIFO";
         ASSERT_TRUE(o.exited) << o.err;
         EXPECT_EQ(o.code, 2) << command_line(args) << "\n" << o.err;
-        EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(file) + ": is not a regular file .*\n"))) << o.err;
+        EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(place) + ":? is not a regular file .*\n"))) << o.err;
     }
     EXPECT_FALSE(fs::exists(dir.path() + "/run"));
 }
@@ -344,6 +344,19 @@ TEST(BadInputCorpus, BytesThatAreNotUtf8AreEscaped) {
     ASSERT_TRUE(o.exited) << o.err;
     EXPECT_EQ(o.code, 2) << o.err;
     EXPECT_NE(o.err.find("unknown policy \"na\\xFFive\xC3\xA9\\xE2\\x82\""), std::string::npos) << o.err;
+}
+
+// A --set that is not UTF-8 is refused before the run: its text goes into report.json and the
+// reproduce line, which are UTF-8 (JSON cannot hold the byte), so the run would fail at the end.
+TEST(BadInputCorpus, SetThatIsNotUtf8ExitsTwoBeforeTheRun) {
+    TempDir scratch;
+    for (const char* command : {"run", "compare", "validate"}) {
+        const Outcome o = run_kvcheck({command, kSourceDir + "/" + kCorpusDir + "/good/base.json", "--set", "/name=b\xFFx"}, scratch.path());
+        ASSERT_TRUE(o.exited) << o.err;
+        EXPECT_EQ(o.code, 2) << command << "\n" << o.err;
+        EXPECT_EQ(o.err, "kvcheck: <input>:--set: expected UTF-8 text, got a byte that is not UTF-8 in \"/name=b\xEF\xBF\xBDx\"\n") << command;
+        EXPECT_EQ(o.out.find("seed="), std::string::npos) << command << ": refused before the run\n" << o.out;
+    }
 }
 
 }  // namespace

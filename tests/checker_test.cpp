@@ -280,6 +280,31 @@ TEST(Counterexample, RoundTripsThroughAScenarioFile) {
     EXPECT_EQ(under_validated.metrics.invariant_violations.count("RL3_toctou"), 0u) << "the same steps are safe with every defense";
 }
 
+// Proves a steps-mode scenario keeps its scope's rollout: written with rollout off, it loads with
+// rollout off (the top-level "rollout" is the scope's in steps mode), so the same steps replay
+// to the same final state; a scope at the default writes no "rollout".
+TEST(Counterexample, StepsScenarioKeepsTheRollout) {
+    sim::Scope scope = sim::named_scope("small");
+    scope.rollout = model::Rollout::off;
+    model::World w = sim::initial_world(scope, model::find_policy("validated")->defenses);
+    std::vector<model::Step> steps;
+    for (std::vector<model::Step> enabled; steps.size() < 12;) {
+        model::enabled_steps(w, scope.step_kinds, enabled);
+        if (enabled.empty()) break;
+        steps.push_back(enabled.front());
+        model::apply(w, enabled.front());
+    }
+    const std::string dir = ::testing::TempDir() + "/kvcheck-rollout";
+    sim::ensure_directory(dir);
+    const nlohmann::json doc = sim::steps_scenario_json(scope, "validated", steps, "test", nullptr);
+    EXPECT_EQ(doc["rollout"], "off");
+    EXPECT_FALSE(sim::steps_scenario_json(sim::named_scope("small"), "validated", {}, "test", nullptr).contains("rollout"));
+    sim::write_file_atomic(dir + "/off.json", doc.dump(2));
+    const sim::Scenario s = sim::load_scenario(dir + "/off.json");
+    EXPECT_EQ(s.scope.rollout, model::Rollout::off);
+    EXPECT_EQ(sim::run_scenario(s, {}).info.final_state_hash, model::state_hash(w));
+}
+
 // Proves the pin/epoch race comes out as short as the protocol allows: from a cached prefix
 // (request 0 is warm), pinning without a re-check and reading without a pin are 7-step stories,
 // the length SPIN reports for its pin/epoch model; the written scenario keeps the warm request

@@ -302,3 +302,20 @@ TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
         EXPECT_EQ(ages[age][form]["count"].get<std::uint64_t>(), n) << key;
     }
 }
+
+// Proves: a run cut short by limits.max_events says so with an `event_bound` warning beside the
+// others, so that a figure of half a run is not read as one of the whole; a whole run has none.
+TEST(Warnings, EventBoundSaysTheRunWasCutShort) {
+    const fs::path quickstart = kSourceDir / "scenarios" / "quickstart.json";
+    const Outcome cut = kvcheck({"run", quickstart.string(), "--set", "/limits={\"max_events\": 500}", "--json", "--quiet"});
+    ASSERT_EQ(cut.code, 0) << cut.all();
+    const nlohmann::json report = nlohmann::json::parse(cut.out);
+    ASSERT_TRUE(report["event_bound_hit"].get<bool>());
+    ASSERT_FALSE(report["warnings"].empty());
+    EXPECT_EQ(report["warnings"][0]["code"], "event_bound");
+    EXPECT_EQ(report["warnings"][0]["message"], "the run stopped at limits.max_events after 500 events; its figures cover only the " +
+                                                    report["requests"].dump() + " requests that arrived by then");
+    EXPECT_LT(report["requests"].get<int>(), 400);
+    const std::vector<std::string> whole = codes(run_json(quickstart, "validated"));
+    EXPECT_EQ(std::count(whole.begin(), whole.end(), "event_bound"), 0);
+}

@@ -123,6 +123,13 @@ private:
                     for (const json& other : needs)
                         if (v.is_object() && v.contains(key) && !v.contains(other.get<std::string>()))
                             fail(key + " needs " + other.dump());
+            } else if (keyword == "dependentSchemas") {
+                for (const auto& [key, sub] : arg.items())
+                    if (v.is_object() && v.contains(key)) check(v, sub, at, where + "/dependentSchemas/" + key, r);
+            } else if (keyword == "not") {
+                Result inner;
+                check(v, arg, at, where + "/not", inner);
+                if (inner.problems.empty()) fail("matches a schema it must not match" + (s.contains("description") ? ": " + s["description"].get<std::string>() : ""));
             } else if (keyword == "properties") {
                 if (!v.is_object()) continue;
                 for (const auto& [key, sub] : arg.items()) {
@@ -277,6 +284,22 @@ TEST(Schema, UnknownKeysAreRefusedInEveryObject) {
         }
     }
     EXPECT_GE(objects, 20u);
+}
+
+// A steps-mode scenario with a section of a workload run (storage, compute, faults, limits, taken
+// from the full example) is refused by both the schema and the loader, at that section.
+TEST(Schema, StepsModeRefusesTheSectionsOfAWorkloadRun) {
+    Scratch scratch;
+    const fs::path steps_file = fs::path(KVCHECK_SOURCE_DIR) / "scenarios" / "regress" / "pin-epoch-no-pin.json";
+    const json full = read_json(fs::path(KVCHECK_SOURCE_DIR) / "docs" / "examples" / "scenario-full.json");
+    for (const char* section : {"storage", "compute", "faults", "limits"}) {
+        ASSERT_TRUE(full.contains(section)) << section;
+        json doc = read_json(steps_file);
+        EXPECT_TRUE(validator().validate(doc).problems.empty());
+        doc[section] = full[section];
+        EXPECT_FALSE(validator().validate(doc).problems.empty()) << section;
+        EXPECT_TRUE(contains(scratch.loader_problems(doc, steps_file), std::string("/") + section)) << section;
+    }
 }
 
 // Every bounded number loads at its bounds and is refused by both just past them; integers refuse fractions.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
 #include "sim/input_error.hpp"
+#include "sim/json_fields.hpp"
 #include "sim/scenario.hpp"
 
 namespace kvcheck::sim {
@@ -268,6 +270,21 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
         fail("/depth", "expected the steps per walk, 1 to " + std::to_string(kFuzzDepthMax));
     for (const char* flag : {"swarm", "keep_going", "interrupted"})
         if (!result.contains(flag) || !result[flag].is_boolean()) fail(std::string("/") + flag, "expected true or false");
+    // What a run writes always holds these: the walks it took lie below next_walk, which stops at
+    // the budget, and no walk takes more than depth steps.
+    const std::uint64_t walks = result["walks"].get<std::uint64_t>();
+    const std::uint64_t next_walk = result["next_walk"].get<std::uint64_t>();
+    const std::uint64_t budget = result["walk_budget"].get<std::uint64_t>();
+    if (walks > next_walk)
+        fail("/walks", std::to_string(walks) + " walks, but only walks below next_walk " + std::to_string(next_walk) + " can have been taken");
+    if (budget != 0 && next_walk > budget)
+        fail("/next_walk", std::to_string(next_walk) + " is beyond the walk budget " + std::to_string(budget));
+    if (walks != 0 && result["steps"].get<std::uint64_t>() / walks > result["depth"].get<std::uint64_t>())
+        fail("/steps", result["steps"].dump() + " steps in " + std::to_string(walks) + " walks of at most " + result["depth"].dump() + " steps each");
+    static const std::set<std::string> kKeys = {"kind", "policy", "model", "seed", "shard", "walks", "steps", "next_walk",
+                                               "interrupted", "walk_budget", "depth", "swarm", "keep_going", "violations"};
+    for (const auto& [key, value] : result.items())
+        if (kKeys.count(key) == 0) fail("/" + pointer_escape(key), "unknown key in a kvcheck fuzz result");
     if (!result.contains("violations") || !result["violations"].is_array()) fail("/violations", "expected an array");
     for (std::size_t i = 0; i < result["violations"].size(); ++i) {
         const nlohmann::json& v = result["violations"][i];

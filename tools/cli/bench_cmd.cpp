@@ -306,7 +306,7 @@ void print_text(const nlohmann::json& j) {
                 static_cast<unsigned long long>(r["peak_rss_bytes"].get<std::uint64_t>()));
     if (!r["deterministic"].get<bool>()) std::printf("WARNING: repeats of one replay ended in different states\n");
     for (const auto& [name, goal] : j["targets"].items())
-        std::printf("target %-28s %s (%.3f %s %.3f)\n", name.c_str(), goal["met"].get<bool>() ? "met" : "NOT met", goal["value"].get<double>(),
+        std::printf("target %-28s %-7s %.3f (target %s %.3f)\n", name.c_str(), goal["met"].get<bool>() ? "met" : "NOT met", goal["value"].get<double>(),
                     goal["at_least"].get<bool>() ? ">=" : "<=", goal["bound"].get<double>());
 }
 

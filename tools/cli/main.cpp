@@ -72,6 +72,18 @@ std::string command_line_error(const std::string& what) {
     return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
 }
 
+// CLI11 reports a word that names no command as a missing command; this names the word and the
+// commands there are instead. Empty when the words left are no such case.
+std::string unknown_command(CLI::App& app) {
+    CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+    const std::vector<std::string> rest = at->remaining();
+    if (rest.empty() || rest.front().starts_with("-") || at->get_subcommands({}).empty()) return "";
+    std::string known;
+    for (const CLI::App* sub : at->get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
+    return kvcheck::sim::InputError("", "command line", "unknown command \"" + rest.front() + "\" (known: " + known + ")").what();
+}
+
 // A replay grows its tables (state table, disk copies, prefix index, timeline) by reallocation,
 // and page faults on fresh memory cost as much as a fifth of a run (docs/performance.md). glibc
 // maps every block over 128 KiB afresh and returns freed memory at the top of the heap, so each
@@ -116,7 +128,8 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-        std::fprintf(stderr, "kvcheck: %s\n", command_line_error(e.what()).c_str());
+        const std::string unknown = unknown_command(app);
+        std::fprintf(stderr, "kvcheck: %s\n", (unknown.empty() ? command_line_error(e.what()) : unknown).c_str());
         return 2;
     } catch (const kvcheck::sim::InputError& e) {
         std::fprintf(stderr, "kvcheck: %s\n", e.what());

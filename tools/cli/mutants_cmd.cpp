@@ -61,7 +61,7 @@ void register_mutants(CLI::App& app, Common& common) {
         std::size_t broken = 0;
         std::size_t caught = 0;
         std::string validated_said;  // how validated fared, empty when it was not checked
-        if (!*json) std::printf("%-26s %-44s %-9s %-24s %6s %9s\n", "policy", "defense removed", "detected", "invariant", "steps", "seconds");
+        if (!*json) std::printf("%-26s %-9s %-24s %6s %9s  %s\n", "policy", "detected", "invariant", "steps", "seconds", "defense removed");
         for (const model::PolicyInfo& p : model::policies()) {
             if (!only->empty() && p.name != *only) continue;
             sim::ExploreOptions options;
@@ -82,7 +82,8 @@ void register_mutants(CLI::App& app, Common& common) {
             if (!good) failed.push_back(p.name);
             if (is_validated)
                 validated_said = detected ? "validated VIOLATED" : (r.exhausted ? "validated clean" : "validated stopped at the bound") +
-                                                                    std::string(" over ") + std::to_string(r.states) + " states";
+                                                                    std::string(" over ") + std::to_string(r.states) + " states" +
+                                                                    (detected || r.exhausted ? "" : " (raise --max-seconds to explore it to the end)");
             else {
                 ++broken;
                 if (detected) ++caught;
@@ -92,10 +93,11 @@ void register_mutants(CLI::App& app, Common& common) {
             rows.push_back({{"policy", p.name}, {"removes", p.removes}, {"detected", detected}, {"invariant", invariant},
                             {"counterexample_steps", steps}, {"seconds", r.seconds}, {"states", r.states}, {"exhausted", r.exhausted}});
             if (!*json)
-                std::printf("%-26s %-44.44s %-9s %-24s %6zu %9.2f%s\n", p.name.c_str(), is_validated ? "(none)" : p.removes.c_str(),
+                std::printf("%-26s %-9s %-24s %6zu %9.2f  %s\n", p.name.c_str(),
                             is_validated ? (detected ? "VIOLATED" : (r.exhausted ? "clean" : "bound hit")) : (detected ? "yes" : "NO"),
                             invariant.empty() ? "-" : invariant.c_str(), steps, r.seconds,
-                            is_validated ? (" (" + std::to_string(r.states) + (r.exhausted ? " states, exhaustive)" : " states)")).c_str() : "");
+                            is_validated ? ("(none; " + std::to_string(r.states) + (r.exhausted ? " states, exhaustive)" : " states)")).c_str()
+                                         : p.removes.c_str());
             if (detected && !regress->empty()) {
                 sim::ensure_directory(*regress);
                 sim::Expectation expect;

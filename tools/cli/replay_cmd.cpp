@@ -66,7 +66,9 @@ std::vector<std::string> schedule_files(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code error;
     if (fs::is_regular_file(path, error)) return {path};
-    if (!fs::is_directory(path, error)) throw sim::InputError(path, "", "no such schedule folder or file");
+    if (!fs::exists(path, error)) throw sim::InputError(path, "", "no such schedule folder or file");
+    if (!fs::is_directory(path, error))
+        throw sim::InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a schedule folder or file");
     std::vector<std::string> out;
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error))
         if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path().string());

@@ -89,10 +89,11 @@ std::string case_folder(const std::string& base, const std::string& name, bool i
 // The files one run writes into its folder.
 constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html", "/counterexample.json"};
 
-// Throws InputError before any work when `dir` cannot take a run's files.
-void require_run_folder(const std::string& dir) {
+// Throws InputError before any work when `dir` cannot take a run's files, or one of them is an
+// input (a scenario or trace named report.json in the output folder).
+void require_run_folder(const std::string& dir, const std::vector<std::string>& inputs) {
     sim::require_output_folder(dir);
-    for (const char* name : kRunFiles) sim::require_output_file(dir + name);
+    for (const char* name : kRunFiles) sim::require_output_file(dir + name, inputs);
 }
 
 // A run's files are written as one group (sim::write_files_atomic): Ctrl-C or a full disk leaves
@@ -283,14 +284,17 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
 // The policies a scenario runs under: --policy or its own, and with --expected-policies also each
 // policy its expect block names (its own first, the others by name). A scenario that does not
 // load runs once, so that run_one reports the problem as usual.
-std::vector<std::string> policies_for(const std::string& path, const RunArgs& args) {
-    if (!args.expected_policies) return {args.policy};
+// The policies to run the scenario at `path` under, and its trace file (empty for a steps-mode
+// scenario or one that does not load, whose error its run reports).
+std::vector<std::string> policies_for(const std::string& path, const RunArgs& args, std::string& trace) {
     sim::Scenario scenario;
     try {
         scenario = sim::load_scenario(path, args.overrides);
     } catch (const sim::InputError&) {
-        return {""};
+        return {args.expected_policies ? "" : args.policy};
     }
+    trace = scenario.trace_path;
+    if (!args.expected_policies) return {args.policy};
     std::vector<std::string> out = {scenario.policy};
     for (const auto& [key, expectation] : scenario.expect)
         if (key != "*" && key != scenario.policy) out.push_back(key);
@@ -302,8 +306,12 @@ int run_command(const RunArgs& args) {
     std::error_code ec;
     const bool folder = std::filesystem::is_directory(args.target, ec);
     if (folder) {
-        for (const auto& entry : std::filesystem::directory_iterator(args.target))
-            if (entry.is_regular_file() && entry.path().extension() == ".json") paths.push_back(entry.path().string());
+        for (const auto& entry : std::filesystem::directory_iterator(args.target)) {
+            if (entry.path().extension() != ".json") continue;
+            if (!entry.is_regular_file(ec))  // a folder, FIFO or device named *.json: no scenario to skip silently
+                throw sim::InputError(entry.path().string(), "", "is not a regular file, expected a scenario of the suite");
+            paths.push_back(entry.path().string());
+        }
         std::sort(paths.begin(), paths.end());
         if (paths.empty()) throw sim::InputError(args.target, "", "no *.json scenarios in this folder");
     } else {
@@ -313,20 +321,25 @@ int run_command(const RunArgs& args) {
     std::set<std::string> names;
     for (const std::string& p : paths) names.insert(std::filesystem::path(p).stem().string());
     std::vector<std::vector<std::string>> policies;
-    for (const std::string& p : paths) policies.push_back(policies_for(p, args));
-    if (!args.junit.empty()) sim::require_output_file(args.junit);
+    std::vector<std::string> inputs = paths;  // the scenarios and their traces: no output may be one of them
+    for (const std::string& p : paths) {
+        std::string trace;
+        policies.push_back(policies_for(p, args, trace));
+        if (!trace.empty()) inputs.push_back(trace);
+    }
+    if (!args.junit.empty()) sim::require_output_file(args.junit, inputs);
     if (!args.out.empty()) {
         sim::require_output_folder(args.out);
         for (std::size_t i = 0; i < paths.size(); ++i) {
             const std::string base = case_folder(args.out, std::filesystem::path(paths[i]).stem().string(), folder);
             if (!args.expected_policies) {
-                require_run_folder(base);
+                require_run_folder(base, inputs);
                 continue;
             }
             sim::require_output_folder(base);
-            sim::require_output_file(sim::compare_manifest_path(base));
+            sim::require_output_file(sim::compare_manifest_path(base), inputs);
             for (const std::string& policy : policies[i])
-                if (!policy.empty()) require_run_folder(base + "/" + policy);
+                if (!policy.empty()) require_run_folder(base + "/" + policy, inputs);
         }
     }
     if (!args.schedules.empty()) {
@@ -400,23 +413,14 @@ int run_command(const RunArgs& args) {
     return code;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ','))
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
 }  // namespace
 
 void register_compare(CLI::App& app, Common& common) {
     auto args = std::make_shared<RunArgs>();
-    auto policies = std::make_shared<std::string>("naive,validated");
+    auto policies = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"naive", "validated"});
     auto* cmd = app.add_subcommand("compare", "Run one scenario under several policies and print them side by side");
     cmd->add_option("scenario", args->target, "Scenario file")->required();
-    cmd->add_option("--policies", *policies, "Comma-separated policies (default naive,validated)");
+    cmd->add_option("--policies", *policies, "Comma-separated policies (default naive,validated)")->delimiter(',')->allow_extra_args(false);
     cmd->add_option("--seed", args->seed, "Seed (default, or 0: the scenario's)");
     cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/ and the policy order to DIR/compare.json");
     cmd->add_flag("--json", args->json, "Print {\"policies\": {NAME: report}}");
@@ -424,20 +428,20 @@ void register_compare(CLI::App& app, Common& common) {
     add_set_option(cmd, args->sets);
     cmd->callback([args, policies, &common] {
         args->overrides = read_overrides(args->sets);
-        const std::vector<std::string> names = split_list(*policies);
-        if (names.empty()) throw sim::InputError("", "--policies", "expected at least one policy");
+        const std::vector<std::string>& names = *policies;
         std::set<std::string> seen;
         for (const std::string& n : names) {
             if (model::find_policy(n) == nullptr)
                 throw sim::InputError("", "--policies", "unknown policy \"" + n + "\" (known: " + model::policy_names() + ")");
             if (!seen.insert(n).second) throw sim::InputError("", "--policies", "\"" + n + "\" is listed twice");
         }
-        if (!args->out.empty()) {
-            sim::require_output_folder(args->out);
-            sim::require_output_file(sim::compare_manifest_path(args->out));
-            for (const std::string& name : names) require_run_folder(args->out + "/" + name);
-        }
         const sim::Scenario scenario = sim::load_scenario(args->target, args->overrides);
+        if (!args->out.empty()) {
+            const std::vector<std::string> inputs = {args->target, scenario.trace_path};
+            require_run_folder(args->out, inputs);  // an earlier single run's files there go
+            sim::require_output_file(sim::compare_manifest_path(args->out), inputs);
+            for (const std::string& name : names) require_run_folder(args->out + "/" + name, inputs);
+        }
         if (!args->out.empty()) clear_other_results(args->out, seen, true);
         const std::uint64_t seed = args->seed != 0 ? args->seed : scenario.seed;
         std::fprintf(args->json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());
