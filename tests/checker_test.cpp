@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -578,4 +579,30 @@ TEST(MutantsCommand, ScopeHelpNamesEveryScope) {
         EXPECT_EQ(code, 0) << help;
         for (const std::string& name : sim::scope_names()) EXPECT_NE(help.find(name), std::string::npos) << command << ": " << name;
     }
+}
+
+// Proves: what is wrong inside a checkpoint given to --resume is said of its file, not of a flag:
+// a checkpoint whose question names an unknown invariant, and one whose recorded steps cannot be
+// replayed (both written with a valid checksum, as a forged or mis-built file would be).
+TEST(CheckCommand, ForgedCheckpointsAreBlamedOnTheirFile) {
+    const std::string dir = ::testing::TempDir() + "/kvcheck-forged";
+    std::filesystem::remove_all(dir);
+    const auto [stopped_code, stopped] = run_cli("check --scope small --max-states 2000 --out " + dir + " --quiet");
+    ASSERT_EQ(stopped_code, 0) << stopped;
+    const sim::ExploreCheckpoint good = sim::decode_checkpoint(sim::read_file(dir + "/check.checkpoint"), "check.checkpoint");
+
+    sim::ExploreCheckpoint target = good;
+    target.target = "XX9";
+    sim::write_file_atomic(dir + "/target.checkpoint", sim::encode_checkpoint(target));
+    const auto [unknown_code, unknown] = run_cli("check --resume " + dir + "/target.checkpoint --quiet");
+    EXPECT_EQ(unknown_code, 2) << unknown;
+    EXPECT_NE(unknown.find("kvcheck: " + dir + "/target.checkpoint: names an unknown invariant \"XX9\""), std::string::npos) << unknown;
+
+    sim::ExploreCheckpoint steps = good;
+    for (std::size_t i = 1; i < steps.steps.size(); ++i) steps.steps[i] = {model::StepKind::finish, 99, 0};
+    sim::write_file_atomic(dir + "/steps.checkpoint", sim::encode_checkpoint(steps));
+    const auto [replay_code, replay] = run_cli("check --resume " + dir + "/steps.checkpoint --quiet");
+    EXPECT_EQ(replay_code, 2) << replay;
+    EXPECT_TRUE(std::regex_search(replay, std::regex("kvcheck: " + dir + "/steps.checkpoint: the checkpoint's node [0-9]+ takes a step that is not enabled there")))
+        << replay;
 }

@@ -181,8 +181,11 @@ void register_check(CLI::App& app, Common& common) {
         }
         const model::PolicyInfo& policy = policy_or_throw(a->policy);
         const sim::Scope scope = scope_or_throw(a->scope);
-        if (!a->target.empty() && !model::is_invariant(a->target))
-            throw sim::InputError("", "--invariant", "unknown invariant \"" + a->target + "\" (known: " + model::invariant_names() + ")");
+        if (!a->target.empty() && !model::is_invariant(a->target)) {
+            const std::string what = "unknown invariant \"" + a->target + "\" (known: " + model::invariant_names() + ")";
+            if (resumed && cmd->count("--invariant") == 0) throw sim::InputError(a->resume, "", "names an " + what);
+            throw sim::InputError("", "--invariant", what);
+        }
         sim::ExploreOptions options;
         if (resumed) options.resume = &*resumed;
         options.reduction = reduction_or_throw(a->reduction);
@@ -197,7 +200,13 @@ void register_check(CLI::App& app, Common& common) {
         catch_interrupt();
         Progress progress(a->quiet, "check " + a->policy);
         options.progress = [&](std::uint64_t states, std::uint32_t depth, double) { progress.update(states, 0, "states, depth " + std::to_string(depth)); };
-        sim::ExploreReport r = sim::explore(scope, policy.defenses, options);
+        sim::ExploreReport r;
+        try {
+            r = sim::explore(scope, policy.defenses, options);
+        } catch (const sim::InputError& e) {  // what the explorer found wrong in the checkpoint, said of its file
+            if (e.file().empty() && e.place() == "--resume") throw sim::InputError(a->resume, "", e.message());
+            throw;
+        }
         progress.done();
         if (r.checkpoint) {
             r.checkpoint->policy = a->policy;
