@@ -4,6 +4,7 @@
 #include "model/invariants.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -286,6 +287,18 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
     return report;
 }
 
+namespace {
+
+// The shortest text that reads back as `value`, as report.json writes its numbers: a stream's
+// default six significant digits would give 1.01004e+06 for 1010040.9.
+std::string shortest(double value) {
+    char text[32];
+    const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+    return error == std::errc() ? std::string(text, end) : std::string("NaN");
+}
+
+}  // namespace
+
 std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     std::ostringstream out;
     const std::string policy = "policy=\"" + info.policy + "\"";
@@ -295,7 +308,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     };
     auto gauge = [&](const char* name, const char* help, double value) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " gauge\n";
-        out << "kvcheck_" << name << "{" << policy << "} " << value << "\n";
+        out << "kvcheck_" << name << "{" << policy << "} " << shortest(value) << "\n";
     };
     counter("lookups_total", "Requests looked up in the prefix cache.", m.lookups);
     counter("hits_total", "Lookups with a prefix hash hit.", m.hits);
@@ -332,11 +345,11 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     std::uint64_t reads = 0;
     for (std::size_t b = 0; b < kReuseBoundsPct.size(); ++b) {
         reads += m.reads_by_reuse[b];
-        out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"" << static_cast<double>(kReuseBoundsPct[b]) / 100 << "\"} " << reads
+        out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"" << shortest(static_cast<double>(kReuseBoundsPct[b]) / 100) << "\"} " << reads
             << "\n";
     }
     out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"+Inf\"} " << reads << "\n";
-    out << "kvcheck_request_reuse_ratio_sum{" << policy << "} " << m.reuse_share_sum << "\n";
+    out << "kvcheck_request_reuse_ratio_sum{" << policy << "} " << shortest(m.reuse_share_sum) << "\n";
     out << "kvcheck_request_reuse_ratio_count{" << policy << "} " << reads << "\n";
     out << "# HELP kvcheck_evictions_total Evictions per form and cause.\n# TYPE kvcheck_evictions_total counter\n";
     for (const auto& [cause, forms] : by_cause(m))
@@ -395,7 +408,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
                 ns *= 10;
             }
             out << name << "_bucket{" << labels << ",le=\"+Inf\"} " << h.count() << "\n";
-            out << name << "_sum{" << labels << "} " << h.sum_ms() / 1000 << "\n";
+            out << name << "_sum{" << labels << "} " << shortest(h.sum_ms() / 1000) << "\n";
             out << name << "_count{" << labels << "} " << h.count() << "\n";
         }
     }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/input_error.hpp"
+
 namespace kvcheck::sim::svg {
 
 namespace {
@@ -104,16 +106,27 @@ std::string format_value(double value, Unit unit) {
 }
 
 std::string escape(const std::string& raw) {
+    static constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+    const std::string text = valid_utf8(raw);
     std::string out;
-    out.reserve(raw.size());
-    for (char c : raw) {
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        // U+FFFE and U+FFFF, characters XML 1.0 cannot hold and HTML calls parse errors.
+        if (c == '\xEF' && text.compare(i + 1, 1, "\xBF") == 0 && (text.compare(i + 2, 1, "\xBE") == 0 || text.compare(i + 2, 1, "\xBF") == 0)) {
+            out += kReplacement;
+            i += 2;
+            continue;
+        }
         switch (c) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;
             case '>': out += "&gt;"; break;
             case '"': out += "&quot;"; break;
             case '\'': out += "&#39;"; break;
-            default: out += c;
+            default:
+                if ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == '\x7F') out += kReplacement;
+                else out += c;
         }
     }
     return out;

@@ -12,7 +12,9 @@ enum class Unit { count, ratio, bytes, ms, us };
 // "12,336", "87.5%", "1.4 GiB", "398.2 ms"/"6.01 s"; the same value always gives the same text.
 std::string format_value(double value, Unit unit);
 
-// Escapes text for HTML/SVG content and attribute values.
+// Escapes text for HTML/SVG/XML content and attribute values (report.html, JUnit XML): markup
+// escaped, and bytes that are not UTF-8, control characters and U+FFFE/U+FFFF, which XML 1.0
+// cannot hold, replaced by U+FFFD.
 std::string escape(const std::string& text);
 
 // A round axis top at or above `value`: 1, 2, 4, 6 or 8 times a power of ten (of the unit shown:

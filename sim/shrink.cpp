@@ -154,12 +154,15 @@ bool violates(const RunResult& run, const std::string& invariant) {
     return it != run.metrics.invariant_violations.end() && it->second > 0;
 }
 
-std::string shrink_target(const Scenario& scenario, const RunResult& failed) {
+std::string shrink_target(const Scenario& scenario, const RunResult& failed, const Expectation* expect) {
     if (scenario.steps_mode) return "";
+    const auto failing = [&](const std::string& name) {
+        return expect == nullptr || std::find(expect->holds.begin(), expect->holds.end(), name) != expect->holds.end();
+    };
     const auto& violations = failed.metrics.invariant_violations;
-    if (const auto it = violations.find("OR1_ground_truth"); it != violations.end() && it->second > 0) return it->first;
+    if (const auto it = violations.find("OR1_ground_truth"); it != violations.end() && it->second > 0 && failing(it->first)) return it->first;
     for (const auto& [name, count] : violations)
-        if (count > 0) return name;
+        if (count > 0 && failing(name)) return name;
     return "";
 }
 

@@ -32,10 +32,12 @@ struct ShrunkRun {
 // Whether `run` violated `invariant` at least once.
 bool violates(const RunResult& run, const std::string& invariant);
 
-// The invariant a failed run is shrunk against: OR1_ground_truth (a silent corruption) when it
-// was violated, else the first violated invariant by name; empty when the run violated none (it
-// failed an expectation on a figure only) or is a steps-mode replay, which is minimal already.
-std::string shrink_target(const Scenario& scenario, const RunResult& failed);
+// The invariant a failed run is shrunk against, among those whose violation fails it (any without
+// an expectation `expect`, else those its `holds` lists): OR1_ground_truth (a silent corruption)
+// when it was violated, else the first violated by name; empty when there is none (the run failed
+// an expectation on a figure only, such as a count of the violations it expects) or the run is a
+// steps-mode replay, which is minimal already.
+std::string shrink_target(const Scenario& scenario, const RunResult& failed, const Expectation* expect);
 
 // Shrinks the run of `scenario` under `policy` and `seed` that violated `invariant`. Deterministic:
 // at most kShrinkRunBudget runs, each of a smaller workload. Empty when the run with its workload

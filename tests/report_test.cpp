@@ -14,6 +14,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+
+#include "sim/report_svg.hpp"
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -116,8 +118,9 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
                  {"graph_recaptures_total", "graph_recaptures"}, {"prompt_tokens_total", "prompt_tokens"}, {"hit_tokens_total", "hit_tokens"},
                  {"recomputed_tokens_total", "recomputed_tokens"}, {"trimmed_tokens_total", "trimmed_tokens"}})
             EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
-        EXPECT_NEAR(sample("token_hit_rate"), report["token_hit_rate"].get<double>(), 1e-6);
-        EXPECT_NEAR(sample("token_reuse_rate"), report["token_reuse_rate"].get<double>(), 1e-6);
+        // Gauges carry report.json's values exactly: metrics.prom writes the shortest text that reads back as the value.
+        EXPECT_EQ(sample("token_hit_rate"), report["token_hit_rate"].get<double>());
+        EXPECT_EQ(sample("token_reuse_rate"), report["token_reuse_rate"].get<double>());
         for (const auto& [form, count] : report["evictions_last_copy"].items())
             EXPECT_EQ(sample("evictions_last_copy_total", ",form=\"" + form + "\""), count.get<double>()) << form;
         for (const auto& [form, reasons] : report["miss_tokens"].items())
@@ -127,8 +130,9 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             EXPECT_EQ(sample("reused_tokens_total", ",source=\"" + source + "\""), tokens.get<double>()) << source;
         EXPECT_EQ(prom.find("kvcheck_warning{"), std::string::npos) << "the quickstart raises no warning";
         EXPECT_EQ(sample("io_waits_total"), report["io_wait_ms"]["waits"].get<double>());
-        EXPECT_NEAR(sample("io_wait_p99_ms"), report["io_wait_ms"]["p99"].get<double>(), 1e-3);
-        EXPECT_NEAR(sample("ttft_p50_ms"), report["ttft_ms"]["p50"].get<double>(), 1e-3);
+        EXPECT_EQ(sample("io_wait_p99_ms"), report["io_wait_ms"]["p99"].get<double>());
+        EXPECT_EQ(sample("ttft_p50_ms"), report["ttft_ms"]["p50"].get<double>());
+        EXPECT_EQ(sample("ttft_p99_ms"), report["ttft_ms"]["p99"].get<double>());
         ASSERT_EQ(report["invariant_violations"].size(), 16u);
         for (const auto& [name, count] : report["invariant_violations"].items())
             EXPECT_EQ(sample("invariant_violations_total", ",invariant=\"" + name + "\""), count.get<double>()) << name;
@@ -361,4 +365,17 @@ TEST_F(ReportTest, HeadlessChromiumDrawsEveryChart) {
     EXPECT_EQ(m[2].str(), "0") << dom.substr(dom.find("id=\"page-errors\""), 400);
     EXPECT_EQ(count(dom, "data-drawn=\"1\""), charts);
     EXPECT_EQ(count(o.err, "Uncaught"), 0u) << o.err;
+}
+
+// Text from a scenario (its name, a file name, a message) goes into report.html and JUnit XML
+// through one escape: markup escaped, and what XML 1.0 cannot hold and HTML calls a parse error
+// (control characters, U+FFFE and U+FFFF, bytes that are not UTF-8) replaced by U+FFFD, while
+// tabs, line breaks and other UTF-8 text stay.
+TEST(ReportEscape, MarkupAndCharactersXmlCannotHold) {
+    const std::string replacement = "\xEF\xBF\xBD";
+    EXPECT_EQ(kvcheck::sim::svg::escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+    EXPECT_EQ(kvcheck::sim::svg::escape("a\x01\x1b[31m\x7f"), "a" + replacement + replacement + "[31m" + replacement);
+    EXPECT_EQ(kvcheck::sim::svg::escape("x\xEF\xBF\xBEy\xEF\xBF\xBFz"), "x" + replacement + "y" + replacement + "z");
+    EXPECT_EQ(kvcheck::sim::svg::escape("b\xFFx"), "b" + replacement + "x");
+    EXPECT_EQ(kvcheck::sim::svg::escape("t\tn\nr\r \xC3\xA9 \xEF\xBF\xBD"), "t\tn\nr\r \xC3\xA9 \xEF\xBF\xBD");
 }

@@ -149,6 +149,18 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     ASSERT_EQ(c.code, 1) << c.all();
     EXPECT_EQ(read_text(both / "no-pin" / "counterexample.json"), first);
     EXPECT_FALSE(fs::exists(both / "validated" / "counterexample.json"));
+
+    // A run whose expectation allows its violations and fails only on their count fails no
+    // invariant: nothing to shrink, and the earlier counterexample in the folder goes.
+    ASSERT_EQ(kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"}).code, 1);
+    ASSERT_TRUE(fs::exists(out / "counterexample.json"));
+    const fs::path f10 = kSourceDir / "scenarios" / "fault-f10-migration-under-graph.json";
+    const Outcome counted = kvcheck({"run", f10.string(), "--policy", "no-graph-guard", "--seed", "2", "--set", "/faults/0/rate_ppm=500000",
+                                     "--out", out.string(), "--quiet"});
+    EXPECT_EQ(counted.code, 1) << counted.all();
+    EXPECT_NE(counted.out.find("invariant_violations.RL4_graph_topology = "), std::string::npos) << counted.all();
+    EXPECT_EQ(counted.out.find("counterexample:"), std::string::npos) << counted.all();
+    EXPECT_FALSE(fs::exists(out / "counterexample.json"));
 }
 
 // Proves: "change" and "action" choose what F5, F6 and F10 do. F5 layout changes break VL2 under

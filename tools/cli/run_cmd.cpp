@@ -18,6 +18,7 @@
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
 #include "sim/report_html.hpp"
+#include "sim/report_svg.hpp"
 #include "sim/schedules.hpp"
 #include "sim/shrink.hpp"
 #include "tools/cli/commands.hpp"
@@ -139,7 +140,7 @@ void clear_other_results(const std::string& dir, const std::set<std::string>& ke
 std::string write_counterexample(const std::string& dir, const sim::Scenario& scenario, const std::string& policy, std::uint64_t seed,
                                  const sim::RunResult& result, bool failed) {
     const std::string file = dir + "/counterexample.json";
-    const std::string invariant = failed ? sim::shrink_target(scenario, result) : "";
+    const std::string invariant = failed ? sim::shrink_target(scenario, result, sim::expectation_for(scenario, policy)) : "";
     if (invariant.empty()) {
         sim::remove_stale(file);
         return "";
@@ -232,23 +233,6 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
     return c;
 }
 
-// Text for an XML attribute or element: UTF-8, markup escaped, and the control bytes XML 1.0
-// cannot hold replaced by U+FFFD.
-std::string xml_escape(const std::string& s) {
-    std::string out;
-    for (char ch : sim::valid_utf8(s)) {
-        switch (ch) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default:
-                if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') out += "\xEF\xBF\xBD";
-                else out += ch;
-        }
-    }
-    return out;
-}
 
 void write_junit(const std::string& file, const std::vector<CaseResult>& cases) {
     std::size_t failures = 0;
@@ -261,19 +245,19 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
     x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << cases.size() << "\" failures=\""
       << failures << "\" errors=\"" << errors << "\">\n";
     for (const CaseResult& c : cases) {
-        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << xml_escape(c.name + c.policy_tag) << "\" file=\"" << xml_escape(c.path)
+        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << sim::svg::escape(c.name + c.policy_tag) << "\" file=\"" << sim::svg::escape(c.path)
           << "\" time=\"" << c.seconds << "\">\n";
-        if (!c.error.empty()) x << "    <error message=\"" << xml_escape(c.error) << "\"/>\n";
+        if (!c.error.empty()) x << "    <error message=\"" << sim::svg::escape(c.error) << "\"/>\n";
         if (!c.failures.empty()) {
             std::string text;
             for (const std::string& f : c.failures) text += f + "\n";
-            x << "    <failure message=\"" << xml_escape(c.failures.front()) << "\">" << xml_escape(text)
-              << "reproduce: " << xml_escape(c.reproduce) << "</failure>\n";
+            x << "    <failure message=\"" << sim::svg::escape(c.failures.front()) << "\">" << sim::svg::escape(text)
+              << "reproduce: " << sim::svg::escape(c.reproduce) << "</failure>\n";
         }
         if (!c.warnings.empty()) {
             std::string text;
             for (const std::string& w : c.warnings) text += "warning: " + w + "\n";
-            x << "    <system-out>" << xml_escape(text) << "</system-out>\n";
+            x << "    <system-out>" << sim::svg::escape(text) << "</system-out>\n";
         }
         x << "  </testcase>\n";
     }
