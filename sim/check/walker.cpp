@@ -330,7 +330,7 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
         const nlohmann::json& s = file.result;
         // One campaign only: shards of another policy, seed or shard count do not add up.
         const FuzzResultFile& first = shards.front();
-        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going"})
+        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"})
             if (s.at(key) != first.result.at(key))
                 throw InputError(file.path, std::string("/") + key, "from another campaign: " + s.at(key).dump() + " here, " +
                                                                         first.result.at(key).dump() + " in " + first.path);
@@ -341,7 +341,7 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
                                                         first.result.at("shard").at(1).dump() + " in " + first.path);
         const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
         if (!fresh) throw InputError(file.path, "/shard/0", "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
-        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going"}) merged[key] = s.at(key);
+        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"}) merged[key] = s.at(key);
         merged["model"] = model_of(s);
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();
         merged["steps"] = merged["steps"].get<std::uint64_t>() + s.at("steps").get<std::uint64_t>();

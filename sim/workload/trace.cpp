@@ -75,6 +75,10 @@ bool LineSource::next_line() {
         bom_bytes_ = 3;
         text_.erase(0, 3);
     }
+    // JSON's parser would skip a byte-order mark at the start of any line; only the file may start with one.
+    if (text_.starts_with("\xEF\xBB\xBF"))
+        throw InputError(path_, std::to_string(number_) + ":" + std::to_string(number_ == 1 ? 4 : 1),
+                         "a byte-order mark (U+FEFF) may only start the file");
     if (!text_.empty() && text_.back() == '\r') text_.pop_back();
     return true;
 }
