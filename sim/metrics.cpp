@@ -292,9 +292,8 @@ namespace {
 // The shortest text that reads back as `value`, as report.json writes its numbers: a stream's
 // default six significant digits would give 1.01004e+06 for 1010040.9.
 std::string shortest(double value) {
-    char text[32];
-    const auto [end, error] = std::to_chars(text, text + sizeof text, value);
-    return error == std::errc() ? std::string(text, end) : std::string("NaN");
+    char text[32];  // room for any double's shortest form
+    return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
 }  // namespace

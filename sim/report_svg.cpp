@@ -113,7 +113,7 @@ std::string escape(const std::string& raw) {
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         // U+FFFE and U+FFFF, characters XML 1.0 cannot hold and HTML calls parse errors.
-        if (c == '\xEF' && text.compare(i + 1, 1, "\xBF") == 0 && (text.compare(i + 2, 1, "\xBE") == 0 || text.compare(i + 2, 1, "\xBF") == 0)) {
+        if (text.compare(i, 3, "\xEF\xBF\xBE") == 0 || text.compare(i, 3, "\xEF\xBF\xBF") == 0) {
             out += kReplacement;
             i += 2;
             continue;

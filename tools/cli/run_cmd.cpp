@@ -233,7 +233,6 @@ CaseResult run_one(const std::string& path, const RunArgs& args, bool in_suite, 
     return c;
 }
 
-
 void write_junit(const std::string& file, const std::vector<CaseResult>& cases) {
     std::size_t failures = 0;
     std::size_t errors = 0;
