@@ -126,7 +126,17 @@ void FaultInjector::fire_scheduled(std::uint32_t index, const Inject& inject) {
     Timed& t = scheduled_[index];
     if (t.left == 0) return;
     --t.left;
-    global(t.spec.fault, t.spec.action, t.spec.target, inject);
+    // A segment an earlier scheduled firing damaged, unchanged since (a reused id never repeats
+    // an epoch), is no target: F3 and F10 steps stay enabled on what they already hit.
+    const auto key = [&](std::uint32_t id) { return (std::uint64_t{id} << 32) | world_.segments[id].epoch; };
+    const Inject fresh = [&](const Step& step, FaultClass fault) {
+        const bool on_segment = model::target_of(step.kind) == model::StepTarget::segment && step.target < world_.segments.size();
+        if (on_segment && damaged_.contains(key(step.target))) return false;
+        if (!inject(step, fault)) return false;
+        if (on_segment) damaged_.insert(key(step.target));
+        return true;
+    };
+    global(t.spec.fault, t.spec.action, t.spec.target, fresh);
 }
 
 void FaultInjector::aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "model/core.hpp"
@@ -81,6 +82,7 @@ private:
         std::uint32_t left;
     };
     std::vector<Timed> scheduled_;
+    std::unordered_set<std::uint64_t> damaged_;  // (segment id, epoch) each scheduled firing left behind
     struct Aimed {
         std::uint32_t uid;  // the request, in arrival order
         std::size_t slot;

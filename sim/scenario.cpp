@@ -4,6 +4,7 @@
 
 #include "model/invariants.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <regex>
@@ -220,7 +221,7 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
             }
         }
         if (auto ms = f.optional_number("at_ms", 0, 1e12)) spec.at_ns = ms_to_ns(*ms);
-        spec.at_event = f.optional_unsigned("at_event", 0, 1ULL << 48);
+        spec.at_event = f.optional_unsigned("at_event", 1, 1ULL << 48);  // the counter is 1 at the first event
         if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
         spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));
         if (f.raw("target") != nullptr) {
@@ -248,9 +249,15 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
 // job would pass without testing anything: each class needs a form of the model or a transfer.
 void check_faults_can_act(const Scenario& s, Problems& problems) {
     const model::Derived derived = model::derive(s.model);
-    const bool transfers = s.offload && s.host.capacity_bytes + s.disk.capacity_bytes > 0;
-    const std::string no_transfers =
-        std::string(s.offload ? "the host and disk tiers have no capacity" : "storage.offload is false") + ", so no transfer ever runs";
+    // Transfers start at offloads: the offloader's, while the GPU is above the watermark (never at
+    // 1: admission keeps it within its budget), or an F6 or F10 firing's with action offload.
+    const bool fault_offloads = std::any_of(s.faults.begin(), s.faults.end(), [](const FaultSpec& f) { return f.action == FaultAction::offload; });
+    const bool tiers = s.host.capacity_bytes + s.disk.capacity_bytes > 0;
+    const bool transfers = s.offload && tiers && (s.offload_watermark < 1.0 || fault_offloads);
+    const std::string no_transfers = std::string(!s.offload ? "storage.offload is false"
+                                                 : !tiers   ? "the host and disk tiers have no capacity"
+                                                            : "storage.offload_watermark is 1, which the GPU never exceeds, and no fault offloads") +
+                                     ", so no transfer ever runs";
     for (const auto& [tier, name] : {std::pair{&s.host, "host"}, std::pair{&s.disk, "disk"}})
         if (tier->failure_ppm > 0 && !transfers)
             problems.add(std::string("/storage/") + name + "/failure_ppm", "a tier failure can never happen here: " + no_transfers);
@@ -274,9 +281,14 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
             problems.add(at, what + "model " + s.model.name + " has no " + std::string(model::form_name(*needs)) +
                                  " segments (its forms: " + forms + ")");
         }
-        if (s.faults[i].at_request && s.trace_path.empty() && *s.faults[i].at_request >= s.requests.size())
+        // Each listed request counts once per sampled answer: the forked ones are numbered too.
+        const std::uint64_t numbered = std::uint64_t{s.requests.size()} * s.samples;
+        if (s.faults[i].at_request && s.trace_path.empty() && *s.faults[i].at_request >= numbered)
             problems.add("/faults/" + std::to_string(i) + "/at_request",
-                         what + "the workload has " + std::to_string(s.requests.size()) + " requests, numbered from 0");
+                         what + "the workload has " + std::to_string(numbered) + " requests, numbered from 0" +
+                             (s.samples > 1 ? " (" + std::to_string(s.requests.size()) + " listed, " + std::to_string(s.samples) +
+                                                  " sampled answers each)"
+                                            : ""));
         const bool needs_transfer = fault == FaultClass::F2 || fault == FaultClass::F4 || fault == FaultClass::F9 ||
                                     s.faults[i].action == FaultAction::offload;
         if (needs_transfer && !transfers) problems.add(at, what + no_transfers);

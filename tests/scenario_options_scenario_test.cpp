@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,30 @@ TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
     bool request_40 = false;
     for (const auto& c : broken["corruption_examples"]) request_40 = request_40 || c["request"] == 40;
     EXPECT_TRUE(request_40) << broken["corruption_examples"].dump(2);
+}
+
+// Proves: `at_request` numbers forked samples like any request. Two listed requests with three
+// sampled answers each are requests 0-5: an F10 firing aimed at request 5 (the second request's
+// last sample) is taken and fires once, where the loader used to refuse every number past 1;
+// request 6 is past the workload and refused with exit 2, the count of listed and sampled named.
+TEST(FaultTargets, AtRequestNumbersForkedSamples) {
+    const auto scenario = [](int request) {
+        const nlohmann::json doc = {{"model", "toy"},
+                                    {"workload",
+                                     {{"requests", {{{"input_tokens", 64}, {"output_tokens", 8}}, {{"at_ms", 1000}, {"input_tokens", 32}, {"output_tokens", 8}}}},
+                                      {"samples", 3}}},
+                                    {"faults", {{{"fault", "F10"}, {"at_request", request}}}}};
+        const fs::path file = scratch("at-request-samples-" + std::to_string(request)) / "scenario.json";
+        write_text(file, doc.dump());
+        return file;
+    };
+    const nlohmann::json report = policy_report(scenario(5), "validated");
+    EXPECT_EQ(report["requests"].get<int>(), 6);
+    EXPECT_EQ(report["faults_injected"].value("F10", 0), 1) << report["faults_injected"];
+    const Outcome past = kvcheck({"run", scenario(6).string(), "--quiet"});
+    EXPECT_EQ(past.code, 2) << past.all();
+    EXPECT_NE(past.err.find("/faults/0/at_request: F10"), std::string::npos) << past.err;
+    EXPECT_NE(past.err.find("the workload has 6 requests, numbered from 0 (2 listed, 3 sampled answers each)"), std::string::npos) << past.err;
 }
 
 // Proves: a read of a segment that was evicted between validation and read breaks RL3 (and the
@@ -253,6 +278,28 @@ TEST(FaultTargets, HottestScheduledFiringsDamageWhatIsReadNext) {
     EXPECT_EQ(fm1(guarded), 0);
     EXPECT_GT(partial(guarded), 0);
     EXPECT_EQ(partial(policy_report(coldest, "validated")), 0);
+}
+
+// Proves: each firing of a scheduled entry with a count picks its own target. F3's skew and F10's
+// migration stay enabled on the segment they already hit, and five firings at one moment used to
+// damage one segment five times; now the timeline names five different segments for each.
+TEST(FaultTargets, ScheduledFiringsWithACountHitDifferentSegments) {
+    for (const auto& [file, fault, at_ms] : {std::tuple{"fault-f3-index-version-skew.json", "F3", 10000},
+                                             std::tuple{"fault-f10-migration-under-graph.json", "F10", 3000}}) {
+        const fs::path scenario = fault_variant(file, {{{"fault", fault}, {"at_ms", at_ms}, {"count", 5}}}, std::string("count-") + fault);
+        const fs::path out = scratch(std::string("count-out-") + fault);
+        const Outcome o = kvcheck({"run", scenario.string(), "--quiet", "--out", out.string()});
+        ASSERT_EQ(o.code, 0) << o.all();
+        const nlohmann::json timeline = read_json(out / "timeline.json");
+        std::vector<std::string> targets;
+        for (const auto& e : timeline["traceEvents"])
+            if (e.value("ph", "") == "i" && e["ts"] == at_ms * 1000.0 && e["name"].get<std::string>().starts_with(fault))
+                targets.push_back(e["args"]["detail"]);
+        ASSERT_EQ(targets.size(), 5u) << fault;
+        std::sort(targets.begin(), targets.end());
+        EXPECT_EQ(std::unique(targets.begin(), targets.end()), targets.end()) << fault;
+        EXPECT_EQ(read_json(out / "report.json")["faults_injected"].value(fault, 0), 5) << fault;
+    }
 }
 
 // Proves: "mode" chooses how F2 fails a transfer. "error" is the default: naming it changes no
