@@ -351,7 +351,7 @@ private:
             ++metrics_.faults[static_cast<std::size_t>(fault)];
             if (exporter_ || timeline_.takes_instants()) what = model::describe(world_, {kind, op_id, 0});
             timeline_.instant(hung                             ? "F2 timeout"
-                              : kind == StepKind::io_fail      ? "F2 load failure"
+                              : kind == StepKind::io_fail      ? (op.kind == model::IoKind::load ? "F2 load failure" : "F2 offload failure")
                               : kind == StepKind::partial_load ? "F2 partial load"
                                                                : "F9 misaligned reload",
                               now_, what);
@@ -434,7 +434,7 @@ private:
         if (late > 0) {
             ++metrics_.faults[static_cast<std::size_t>(FaultClass::F4)];
             if (timeline_.takes_instants())
-                timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, 0, 0}));
+                timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, op_id, 0}));
         }
         return ns + late;
     }

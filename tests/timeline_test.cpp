@@ -123,6 +123,29 @@ TEST(TimelineTest, ANaiveQuickstartRunDrawsRequestsFaultsViolationsAndMemory) {
     EXPECT_GT(samples, 1u);
 }
 
+// Proves: an I/O fault's instant names its own transfer. Quickstart's F4 firings delay many
+// different transfers (each detail names the one it delayed, where they all used to describe
+// transfer slot 0), and an F2 failure is a load failure or an offload failure as its transfer is.
+TEST(TimelineTest, IoFaultInstantsNameTheirTransfer) {
+    const json events = run_timeline("quickstart.json", "validated")["traceEvents"];
+    std::set<std::string> late;
+    std::size_t failures = 0;
+    for (const json& e : events) {
+        if (e["ph"] != "i") continue;
+        const std::string name = e["name"];
+        const std::string detail = e["args"]["detail"];
+        if (name == "F4 late I/O") {
+            EXPECT_TRUE(detail.starts_with("io_complete load of ") || detail.starts_with("io_complete offload of ")) << detail;
+            late.insert(detail);
+        } else if (name == "F2 load failure" || name == "F2 offload failure") {
+            EXPECT_TRUE(detail.starts_with(name == "F2 load failure" ? "io_fail load of " : "io_fail offload of ")) << name << ": " << detail;
+            ++failures;
+        }
+    }
+    EXPECT_GT(late.size(), 10u);
+    EXPECT_GT(failures, 0u);
+}
+
 TEST(TimelineTest, TheSameRunTwiceGivesTheSameTimeline) {
     EXPECT_EQ(run_timeline("fault-f2-load-failure.json", ""), run_timeline("fault-f2-load-failure.json", ""));
 }
