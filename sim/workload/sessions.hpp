@@ -28,7 +28,7 @@ inline constexpr std::uint64_t kSessionWindow = 8'192;
 // - R's ids start with all of P's whole prompt blocks, and P is the latest request, among those
 //   with the longest such prompt, of the last kSessionWindow;
 // - P's whole prompt was its own: no earlier request of the window held all of its whole blocks
-//   (a prompt that is only a shared system prompt starts no session);
+//   (a prompt that is only a system prompt an earlier request held starts no session);
 // - R's prompt is long enough to hold P's prompt and answer (input >= P's input + output).
 // Memory is bounded by the window: it keeps the block keys of its last kSessionWindow requests.
 class SessionLinker {
