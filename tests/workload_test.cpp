@@ -90,6 +90,21 @@ TEST_F(Workload, MooncakeLinesParse) {
     EXPECT_EQ(records[1].line, 3u);
 }
 
+// Proves: "-0", which nlohmann reads as a signed zero, is 0 wherever a trace wants an unsigned
+// integer, as the scenario loader takes it (it used to fail with "got 0").
+TEST_F(Workload, NegativeZeroIsZero) {
+    const std::string path = write("zero.jsonl", "{\"timestamp\": -0, \"input_length\": 10, \"output_length\": -0, \"hash_ids\": [-0]}\n");
+    for (const TraceFormat format : {TraceFormat::mooncake, TraceFormat::jsonl}) {
+        TraceOptions options;
+        options.format = format;
+        const auto records = read_all(path, options);
+        ASSERT_EQ(records.size(), 1u);
+        EXPECT_EQ(records[0].arrival_ns, 0u);
+        EXPECT_EQ(records[0].output_tokens, 0u);
+        EXPECT_EQ(records[0].block_ids, (std::vector<std::uint64_t>{0}));
+    }
+}
+
 // Proves: general JSONL takes numeric, float and string timestamps in the declared unit, makes
 // absolute times relative, and checks ids against a custom block size.
 TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {

@@ -32,6 +32,12 @@ std::string describe(const json& value) {
     return text;
 }
 
+// A non-negative integer: nlohmann reads "-0" as a signed zero, which is 0 like the scenario
+// loader takes it.
+bool is_unsigned(const json& value) {
+    return value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() == 0);
+}
+
 // nlohmann's message without its "[json.exception...] parse error at line 1, column N: " preamble.
 std::string parse_error_reason(const json::parse_error& error) {
     const std::string what = error.what();
@@ -117,6 +123,9 @@ private:
         try {
             object = json::parse(text, std::ref(duplicates));
         } catch (const json::parse_error& error) {
+            // nlohmann takes a NUL byte for the end of the input and says so; name the byte instead.
+            if (const std::size_t nul = text.find('\0'); nul < error.byte)
+                throw InputError(path(), place(nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
             throw InputError(path(), place(error_token_start(text, error)), "invalid JSON: " + parse_error_reason(error));
         } catch (const json::out_of_range& error) {
             const std::size_t at = overflow_token_start(text, error);
@@ -180,7 +189,7 @@ private:
 
     std::uint64_t unsigned_field(const json& object, const std::string& key, std::uint64_t max) const {
         const json& value = field(object, key.c_str());
-        if (!value.is_number_unsigned())
+        if (!is_unsigned(value))
             fail_at(key, "expected an unsigned integer for \"" + key + "\", got " + describe(value));
         return at_most(key, value.get<std::uint64_t>(), max);
     }
@@ -201,7 +210,7 @@ private:
         check_hash_id_count(ids.size(), out);
         out.block_ids.clear();
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            if (!ids[i].is_number_unsigned())
+            if (!is_unsigned(ids[i]))
                 fail_at("hash_ids", "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " +
                                         describe(ids[i]));
             out.block_ids.push_back(ids[i].get<std::uint64_t>());
@@ -222,7 +231,7 @@ private:
         const auto too_large = [&] {
             fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value));
         };
-        if (value.is_number_unsigned()) {
+        if (is_unsigned(value)) {
             std::uint64_t scaled = 0;
             if (__builtin_mul_overflow(value.get<std::uint64_t>(), unit_ns, &scaled)) too_large();
             return scaled;
