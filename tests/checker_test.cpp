@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -471,6 +472,15 @@ TEST(Explorer, BadCheckpointIsAnInputError) {
     ASSERT_GT(node, 0u);
     forged.steps[node].target = 999;  // no request, segment or I/O slot has this id at the small scope
     const sim::ExploreCheckpoint decoded = sim::decode_checkpoint(sim::encode_checkpoint(forged), "x");
+    // Nor can it carry a depth its nodes cannot reach, or elapsed seconds that are no number.
+    sim::ExploreCheckpoint deep = *r.checkpoint;
+    deep.depth = static_cast<std::uint32_t>(deep.steps.size());
+    EXPECT_THROW(sim::decode_checkpoint(sim::encode_checkpoint(deep), "x"), sim::InputError);
+    for (const double seconds : {std::nan(""), -1.0, HUGE_VAL}) {
+        sim::ExploreCheckpoint timed = *r.checkpoint;
+        timed.seconds = seconds;
+        EXPECT_THROW(sim::decode_checkpoint(sim::encode_checkpoint(timed), "x"), sim::InputError) << seconds;
+    }
     options.target.clear();
     options.resume = &decoded;
     EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options), sim::InputError);

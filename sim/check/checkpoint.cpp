@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -194,6 +195,9 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
         for (std::uint32_t id : *ids)
             if (id >= nodes) r.fail("it names node " + std::to_string(id) + " of " + std::to_string(nodes));
     if (c.counterexample_node >= nodes) r.fail("its counterexample node is out of range");
+    // Reaching depth d takes a path of d + 1 nodes; the seconds add to the resumed run's.
+    if (c.depth >= nodes) r.fail("its depth " + std::to_string(c.depth) + " is past its " + std::to_string(nodes) + " nodes");
+    if (!std::isfinite(c.seconds) || c.seconds < 0) r.fail("its elapsed seconds are not a finite number of at least 0");
     for (std::size_t i = 0; i < edge_ends.size(); i += 2) c.edges.emplace_back(edge_ends[i], edge_ends[i + 1]);
     return c;
 }
