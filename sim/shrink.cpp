@@ -42,10 +42,11 @@ public:
     bool budget_left() const { return runs_ < kShrinkRunBudget; }
     std::uint32_t runs() const { return runs_; }
 
-    // A fault aimed at a request the workload no longer has goes with it (the loader refuses it).
+    // A fault aimed at a request the workload no longer has goes with it (the loader refuses it);
+    // each listed request counts once per sampled answer.
     bool fault_applies(std::size_t i, std::size_t requests) const {
         const FaultSpec& f = base_.faults[i];
-        return keep_[i] && !(f.at_request && *f.at_request >= requests);
+        return keep_[i] && !(f.at_request && *f.at_request >= requests * base_.samples);
     }
 
     bool fails(const std::vector<TraceRecord>& requests) {
@@ -180,8 +181,10 @@ std::optional<ShrunkRun> shrink_run(const Scenario& scenario, const std::string&
     nlohmann::json requests = nlohmann::json::array();
     for (const TraceRecord& r : list) requests.push_back(request_json(r));
     nlohmann::json workload = {{"requests", requests}};
-    if (const auto it = doc.find("workload"); it != doc.end() && it->is_object() && it->contains("sessions"))
-        workload["sessions"] = (*it)["sessions"];  // the turns, their waits and their reuse go with the requests
+    // The turns, their waits and their reuse, and the sampled answers, go with the requests.
+    if (const auto it = doc.find("workload"); it != doc.end() && it->is_object())
+        for (const char* key : {"sessions", "samples"})
+            if (it->contains(key)) workload[key] = (*it)[key];
     doc["workload"] = std::move(workload);
     nlohmann::json faults = nlohmann::json::array();
     for (std::size_t i = 0; i < scenario.faults.size(); ++i)

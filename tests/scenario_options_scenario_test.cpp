@@ -188,6 +188,24 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     EXPECT_FALSE(fs::exists(out / "counterexample.json"));
 }
 
+// Proves: the counterexample of a run with sampled answers keeps `workload.samples` (and the
+// sessions setting), without which the shrunk requests no longer fork and the shrinker's own
+// check of the written file used to fail: no counterexample was ever written for such a run.
+TEST(Counterexample, SampledAnswersGoWithTheShrunkRequests) {
+    const fs::path source = kSourceDir / "scenarios" / "sampling-conversation.json";
+    const fs::path out = scratch("shrunk-samples");
+    const Outcome o = kvcheck({"run", source.string(), "--policy", "no-revalidate", "--out", out.string(), "--quiet"});
+    ASSERT_EQ(o.code, 1) << o.all();
+    ASSERT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
+    const nlohmann::json doc = read_json(out / "counterexample.json");
+    EXPECT_EQ(doc["workload"]["samples"], read_json(source)["workload"]["samples"]);
+    const Outcome replay = kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
+    EXPECT_EQ(replay.code, 1) << replay.all();
+    const nlohmann::json report = nlohmann::json::parse(replay.out);
+    EXPECT_GT(report["samples_forked"].get<int>(), 0);
+    EXPECT_GT(report["invariant_violations"]["OR1_ground_truth"].get<int>(), 0) << replay.all();
+}
+
 // Proves: "change" and "action" choose what F5, F6 and F10 do. F5 layout changes break VL2 under
 // no-layout-check and weights changes do not (the version check catches those); F6 migrating a
 // validated block breaks RL3 under no-revalidate; F10 offloading, not migrating, leaves blocks
