@@ -31,11 +31,9 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
         const std::size_t slot = slot_of(f.fault, f.action);
         rate_ppm_[slot] = std::min<std::uint32_t>(1'000'000, rate_ppm_[slot] + f.rate_ppm);
         if (f.rate_ppm > 0) rate_entries_[slot].emplace_back(f.rate_ppm, f.action);
-        if (f.fault == FaultClass::F4) late_ns_ = f.extra_latency_us * 1000;
-        if (slot == kTimeoutSlot) {
-            timeouts_ = true;
-            timeout_ns_ = f.timeout_us * 1000;
-        }
+        if (f.extra_latency_us) late_ns_ = *f.extra_latency_us * 1000;
+        if (slot == kTimeoutSlot) timeouts_ = true;
+        if (f.timeout_us) timeout_ns_ = *f.timeout_us * 1000;
         if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
         if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count});
     }

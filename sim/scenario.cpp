@@ -164,6 +164,9 @@ TierConfig parse_tier(const nlohmann::json& value, const std::string& pointer, T
 
 void parse_storage(const nlohmann::json& value, Scenario& s, Problems& problems) {
     Fields f(value, "/storage", problems);
+    // One budget: with both, one would be dropped without a word (a --set of the other key too).
+    if (f.has("gpu_budget_gib") && f.has("gpu_budget_bytes"))
+        problems.add("/storage/gpu_budget_bytes", "the GPU budget is given twice, in gpu_budget_gib and gpu_budget_bytes; expected one of them");
     if (auto gib = f.optional_number("gpu_budget_gib", 1e-9, 1e6)) s.gpu_budget_bytes = static_cast<std::uint64_t>(*gib * (1ULL << 30));
     s.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.gpu_budget_bytes, 1, 1ULL << 56);
     if (const nlohmann::json* h = f.raw("host")) s.host = parse_tier(*h, "/storage/host", s.host, problems);
@@ -231,15 +234,23 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
                 problems.add(at + "/target", "only a scheduled firing (at_ms or at_event) takes \"target\"; a rate or at_request firing aims at the request's plan");
             else if (f.choice("target", "coldest", {"coldest", "hottest"}) == "hottest") spec.target = FaultTarget::hottest;
         }
-        spec.extra_latency_us = f.unsigned_number("extra_latency_us", 50'000, 0, 1ULL << 32);
+        if (f.raw("extra_latency_us") != nullptr && spec.fault != FaultClass::F4)
+            problems.add(at + "/extra_latency_us", name + " makes no transfer late (only F4 takes \"extra_latency_us\")");
+        else spec.extra_latency_us = f.optional_unsigned("extra_latency_us", 0, 1ULL << 32);
         if (f.raw("timeout_us") != nullptr && spec.action != FaultAction::timeout)
             problems.add(at + "/timeout_us", "only F2 with \"mode\": \"timeout\" takes \"timeout_us\", not " +
                                                  (spec.fault == FaultClass::F2 ? std::string("F2 in mode ") + (spec.action == FaultAction::partial ? "partial" : "error") : name));
-        else spec.timeout_us = f.unsigned_number("timeout_us", 1'000'000, 1, 1ULL << 32);
+        else spec.timeout_us = f.optional_unsigned("timeout_us", 1, 1ULL << 32);
         if (spec.rate_ppm == 0 && !spec.at_ns && !spec.at_event && !spec.at_request)
             problems.add(at, "a fault needs a rate_ppm, an at_ms, an at_event or an at_request");
         if (spec.at_request && (spec.at_ns || spec.at_event))
             problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities; drop at_ms and at_event");
+        if (spec.at_request && spec.rate_ppm > 0)
+            problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities only; drop rate_ppm, "
+                                             "which fires at every request's (or give each its own entry)");
+        if (f.has("count") && !spec.at_ns && !spec.at_event && !spec.at_request)
+            problems.add(at + "/count", "only a scheduled (at_ms or at_event) or at_request firing takes \"count\"; a rate fires at "
+                                        "each opportunity by its chance");
         f.finish();
         s.faults.push_back(spec);
     }

@@ -50,8 +50,10 @@ struct FaultSpec {
     std::optional<std::uint32_t> at_request;  // ... or at this request's opportunities (arrival order, from 0)
     std::uint32_t count = 1;               // scheduled: how many times to fire
     FaultTarget target = FaultTarget::coldest;  // scheduled F1, F3, F11: which segment they damage
-    std::uint64_t extra_latency_us = 0;    // F4: how late a late I/O is
-    std::uint64_t timeout_us = 0;          // F2 timeout: how long after its start a hung transfer fails
+    // F4: how late a late I/O is; F2 timeout: how long after its start a hung transfer fails. The
+    // last entry of the class that gives one sets it for all (docs/faults.md has the defaults).
+    std::optional<std::uint64_t> extra_latency_us;
+    std::optional<std::uint64_t> timeout_us;
 };
 
 struct Bound {

@@ -393,6 +393,35 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
     EXPECT_EQ(aimed["load_failures"].get<int>(), 1);
     EXPECT_EQ(aimed["io_wait_ms"]["p99"].get<double>(), 250.0);
     clean(aimed);
+
+    // The last entry that gives a timeout sets it: a later entry without one keeps the 250 ms
+    // (it used to put back the 1 s default), so the two pairs below run the same.
+    const nlohmann::json one_given = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}},
+                                             {{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}}},
+                                            "f2-timeout-one-given");
+    const nlohmann::json both_given = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}},
+                                              {{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}, {"timeout_us", 250000}}},
+                                             "f2-timeout-both-given");
+    EXPECT_EQ(one_given["io_wait_ms"]["p99"].get<double>(), 250.0);
+    EXPECT_EQ(one_given["final_state_hash"], both_given["final_state_hash"]);
+}
+
+// Proves: F4's extra_latency_us is set by the last entry that gives one, as docs/faults.md says:
+// a scheduled F4 entry without it after a rate entry with 300 ms keeps the 300 ms (it used to put
+// back the 50 ms default, and the order of the entries decided the delay).
+TEST(FaultActions, F4LatencyComesFromTheLastEntryThatGivesOne) {
+    const auto report = [](const nlohmann::json& faults, const std::string& tag) {
+        return policy_report(fault_variant("fault-f4-late-io.json", faults, tag), "validated");
+    };
+    const nlohmann::json rate = {{"fault", "F4"}, {"rate_ppm", 100000}, {"extra_latency_us", 300000}};
+    const nlohmann::json once = {{"fault", "F4"}, {"at_ms", 1000}};
+    nlohmann::json once_given = once;
+    once_given["extra_latency_us"] = 300000;
+    const nlohmann::json after = report({rate, once}, "f4-after");
+    EXPECT_EQ(after["final_state_hash"], report({once, rate}, "f4-before")["final_state_hash"]);
+    EXPECT_EQ(after["final_state_hash"], report({rate, once_given}, "f4-both")["final_state_hash"]);
+    EXPECT_GT(after["io_wait_ms"]["p50"].get<double>(), 250.0);
+    EXPECT_NE(after["final_state_hash"], report({{{"fault", "F4"}, {"rate_ppm", 100000}}, once}, "f4-default")["final_state_hash"]);
 }
 
 // Proves: evictions_by_cause splits every eviction by what caused it. Each firing of F6, F7 or F8

@@ -196,7 +196,8 @@ std::vector<fs::path> scenario_files() {
 }
 
 const std::vector<fs::path>& examples() {
-    static const std::vector<fs::path> files = {kSource / "docs/examples/scenario-full.json", kSource / "docs/examples/scenario-steps.json"};
+    static const std::vector<fs::path> files = {kSource / "docs/examples/scenario-full.json", kSource / "docs/examples/scenario-steps.json",
+                                                kSource / "docs/examples/scenario-gib.json"};
     return files;
 }
 
@@ -249,7 +250,7 @@ TEST(Schema, EveryScenarioValidatesAndLoads) {
     }
 }
 
-// The two examples together use every key the schema documents, so every documented key loads.
+// The examples together use every key the schema documents, so every documented key loads.
 TEST(Schema, ExamplesUseEveryDocumentedKey) {
     std::set<std::string> seen;
     for (const fs::path& file : examples()) {
