@@ -2,6 +2,7 @@
 // report.json judged by it.
 #include "sim/expect.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <optional>
@@ -95,6 +96,12 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
             Metrics m;
             if (bits & 1) m.sessions = SessionCounts{};
             if (bits & 2) m.samples_forked = 0;
+            // The maps a report fills only with what a run counted, filled with every name they can hold.
+            m.evictions.fill(1);
+            m.evictions_last_copy.fill(1);
+            for (auto& by_form : m.evictions_by_cause) by_form.fill(1);
+            m.faults.fill(1);
+            for (const model::InvariantInfo& info : model::invariant_catalogue()) m.first_violation[std::string(info.name)] = "";
             out[bits] = report_json(RunInfo{}, m);
         }
         return out;
@@ -174,6 +181,9 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
             e.metrics[key] = parse_bound(item, at, problems);
         }
     }
+    for (std::size_t i = 0; i < e.violates.size(); ++i)
+        if (std::find(e.holds.begin(), e.holds.end(), e.violates[i]) != e.holds.end())
+            problems.add(pointer + "/violates", e.violates[i] + " is in holds too; expected each invariant in holds or in violates, not both");
     return e;
 }
 

@@ -108,6 +108,9 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
         problems.add("/workload/" + problem.option, problem.why);
     s.trace.limit = f.unsigned_number("limit", 0, 0, 1ULL << 40);
     s.trace.seed = s.seed;
+    if (trace.empty())  // they say how to read a trace; the requests list is replayed whole
+        for (const std::string key : {"format", "time_unit", "limit"})
+            if (f.has(key)) problems.add("/workload/" + key, "only a trace takes \"" + key + "\", and this workload has none");
     if (const nlohmann::json* list = f.raw("requests")) {
         if (!list->is_array()) problems.add("/workload/requests", "expected an array of requests");
         else

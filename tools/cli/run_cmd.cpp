@@ -428,6 +428,7 @@ void register_compare(CLI::App& app, Common& common) {
         if (!args->out.empty()) clear_other_results(args->out, seen, true);
         const std::uint64_t seed = args->seed != 0 ? args->seed : scenario.seed;
         std::fprintf(args->json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());
+        std::fflush(stdout);  // before the FAIL lines on stderr, also when both go to one file
         std::vector<nlohmann::json> reports;
         nlohmann::json all = nlohmann::json::object();
         int code = 0;
