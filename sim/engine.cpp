@@ -560,7 +560,12 @@ private:
 RunResult run_steps(const Scenario& s, const RunOptions& o) {
     RunResult result;
     const std::string policy = o.policy.empty() ? s.policy : o.policy;
-    const TrailResult trail = replay_trail(s.scope, model::find_policy(policy)->defenses, s.steps, false);
+    TrailResult trail;
+    try {
+        trail = replay_trail(s.scope, model::find_policy(policy)->defenses, s.steps, false);
+    } catch (const std::invalid_argument& warm_up) {  // a warm request that cannot warm up under this policy
+        throw InputError(s.path, "/scope/requests", warm_up.what());
+    }
     if (!trail.valid)
         throw InputError(s.path, "/steps/" + std::to_string(trail.steps_applied),
                          "this step is not enabled at that point of the trail (the scenario does not replay)");

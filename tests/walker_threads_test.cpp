@@ -8,10 +8,11 @@ using namespace kvcheck;
 
 namespace {
 
-sim::FuzzReport run(const std::string& policy, std::uint32_t threads, std::uint32_t shard, std::uint32_t shards, bool keep_going) {
+sim::FuzzReport run(const std::string& policy, std::uint32_t threads, std::uint32_t shard, std::uint32_t shards, bool keep_going,
+                    std::uint64_t seed = 7) {
     sim::FuzzOptions o;
     o.policy = policy;
-    o.seed = 7;
+    o.seed = seed;
     o.walks = 2000;
     o.threads = threads;
     o.shard_index = shard;
@@ -67,14 +68,25 @@ TEST(Fuzz, ShardsMergeToTheWholeRun) {
     EXPECT_EQ(sim::merge_fuzz_json({shards[1], shards[0]}).dump(), merged.dump()) << "merge order must not matter";
 }
 
-// Proves stop-at-first reports the lowest violating walk whatever the thread count.
+// Proves stop-at-first reports the lowest violating walk whatever the thread count, and counts
+// the walks up to it alone: walks, steps and next walk, where the walks a second thread finished
+// past the violation used to count (no-pin's first violation is at walk 250, and two threads
+// reported 251 to 280 walks from run to run).
 TEST(Fuzz, StopAtFirstIsDeterministic) {
-    const sim::FuzzReport one = run("shared-freelist", 1, 0, 1, false);
-    const sim::FuzzReport two = run("shared-freelist", 2, 0, 1, false);
-    ASSERT_EQ(one.violations.size(), 1u);
-    ASSERT_EQ(two.violations.size(), 1u);
-    EXPECT_EQ(one.violations[0].walk, two.violations[0].walk);
-    EXPECT_EQ(one.violations[0].counterexample.steps, two.violations[0].counterexample.steps);
+    for (const auto& [policy, seed] : {std::pair{"shared-freelist", 7}, std::pair{"no-pin", 1}}) {
+        SCOPED_TRACE(policy);
+        const sim::FuzzReport one = run(policy, 1, 0, 1, false, seed);
+        ASSERT_EQ(one.violations.size(), 1u);
+        EXPECT_EQ(one.walks, one.violations[0].walk + 1);
+        EXPECT_EQ(one.next_walk, one.walks);
+        for (int again = 0; again < 3; ++again) {
+            const sim::FuzzReport two = run(policy, 2, 0, 1, false, seed);
+            ASSERT_EQ(two.violations.size(), 1u);
+            EXPECT_EQ(one.violations[0].walk, two.violations[0].walk);
+            EXPECT_EQ(one.violations[0].counterexample.steps, two.violations[0].counterexample.steps);
+            EXPECT_EQ(sim::fuzz_json(two).dump(), sim::fuzz_json(one).dump()) << "fuzz.json is the same bytes";
+        }
+    }
 }
 
 // Proves: `--model PRESET` draws swarm scopes with that preset's groups and blocks, validated

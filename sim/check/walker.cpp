@@ -152,10 +152,28 @@ FuzzReport fuzz(const FuzzOptions& o) {
     report.keep_going = !o.stop_at_first;
     std::atomic<std::uint64_t> next{o.first_walk};
     std::atomic<std::uint64_t> first_violation{o.stop_at_first ? o.known_violation : ~0ULL};
-    std::atomic<std::uint64_t> first_skipped{~0ULL};  // lowest walk claimed but not run
     std::atomic<std::uint64_t> done{0};
     std::atomic<std::uint64_t> steps{0};
     std::mutex lock;
+    // Stopping at the first violation, the result is the walks up to it, whatever other threads
+    // finished past it meanwhile: walks are committed in index order (those finished early wait in
+    // `pending`), and none past the first violation. Every walk below it runs, so the committed
+    // walks, steps and next walk are those of one thread.
+    std::map<std::uint64_t, std::optional<std::uint64_t>> pending;  // walk -> its steps (none: walked before the resume)
+    std::uint64_t frontier = o.first_walk;                           // the lowest walk not committed
+    std::uint64_t committed_walks = 0;
+    std::uint64_t committed_steps = 0;
+    const auto commit = [&](std::uint64_t n, std::optional<std::uint64_t> walk_steps) {  // under `lock`
+        pending.emplace(n, walk_steps);
+        while (!pending.empty() && pending.begin()->first == frontier && frontier <= first_violation.load()) {
+            if (pending.begin()->second) {
+                ++committed_walks;
+                committed_steps += *pending.begin()->second;
+            }
+            pending.erase(pending.begin());
+            ++frontier;
+        }
+    };
     auto worker = [&] {
         for (;;) {
             if (o.stop != nullptr && o.stop->load()) return;
@@ -165,24 +183,27 @@ FuzzReport fuzz(const FuzzOptions& o) {
                 next.store(o.walks);
                 return;
             }
-            if (o.stop_at_first && n == o.known_violation) continue;  // walked before the resume
-            if (o.stop_at_first && n > first_violation.load()) {
-                std::uint64_t current = first_skipped.load();
-                while (n < current && !first_skipped.compare_exchange_weak(current, n)) {
-                }
-                return;
+            if (o.stop_at_first && n == o.known_violation) {  // walked before the resume
+                std::lock_guard<std::mutex> guard(lock);
+                commit(n, std::nullopt);
+                continue;
             }
+            if (o.stop_at_first && n > first_violation.load()) return;  // past the first violation: never committed
             const std::uint64_t index = n * o.shard_count + o.shard_index;
             const Scope scope = o.swarm ? swarm_scope(o.seed, index, o.model) : o.base;
             Walk w = walk_once(scope, policy->defenses, hash_combine(o.seed, index), o.depth);
             steps += w.steps;
-            if (w.violated) {
-                FoundViolation found = shrunk(scope, policy->defenses, w, index);
+            std::optional<FoundViolation> found;
+            if (w.violated) found = shrunk(scope, policy->defenses, w, index);
+            if (found || o.stop_at_first) {
                 std::lock_guard<std::mutex> guard(lock);
-                report.violations.push_back(std::move(found));
-                std::uint64_t current = first_violation.load();
-                while (n < current && !first_violation.compare_exchange_weak(current, n)) {
+                if (found) {
+                    report.violations.push_back(std::move(*found));
+                    std::uint64_t current = first_violation.load();
+                    while (n < current && !first_violation.compare_exchange_weak(current, n)) {
+                    }
                 }
+                if (o.stop_at_first) commit(n, w.steps);
             }
             const std::uint64_t finished = ++done;
             if (o.progress && o.threads <= 1) o.progress(finished);
@@ -194,11 +215,11 @@ FuzzReport fuzz(const FuzzOptions& o) {
     for (std::thread& t : pool) t.join();
     std::sort(report.violations.begin(), report.violations.end(), [](const FoundViolation& a, const FoundViolation& b) { return a.walk < b.walk; });
     if (o.stop_at_first && report.violations.size() > 1) report.violations.resize(1);
-    report.walks = done.load();
+    report.walks = o.stop_at_first ? committed_walks : done.load();
     // Workers stop claiming before they stop running, so every claimed walk has completed.
-    report.next_walk = std::min({next.load(), first_skipped.load(), o.walks == 0 ? next.load() : o.walks});
+    report.next_walk = o.stop_at_first ? frontier : std::min(next.load(), o.walks == 0 ? next.load() : o.walks);
     report.interrupted = o.stop != nullptr && o.stop->load();
-    report.steps = steps.load();
+    report.steps = o.stop_at_first ? committed_steps : steps.load();
     report.seconds = elapsed();
     return report;
 }

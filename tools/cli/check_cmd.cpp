@@ -143,6 +143,7 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     cmd->add_flag("--quiet", a->quiet, "No progress line");
     cmd->callback([a, cmd, &common] {
+        if (!a->resume.empty()) sim::require_input_file(a->resume);  // read first, and maybe written back
         // Every file the run may write is checked before the work.
         const std::string checkpoint_path = !a->checkpoint.empty() ? a->checkpoint
                                             : !a->resume.empty()   ? a->resume
@@ -333,6 +334,8 @@ void register_fuzz(CLI::App& app, Common& common) {
         std::uint64_t steps_before = 0;
         std::optional<sim::FoundViolation> carried_first;  // the lowest carried violation, walked again
         if (!resume->empty()) {
+            // The continued campaign is written to --out (the continue line names it), never only printed.
+            if (out->empty()) throw sim::InputError(*resume, "--resume", "needs --out DIR for the continued campaign's fuzz.json (DIR may be this file's folder)");
             const nlohmann::json previous = sim::parse_json_text(sim::read_file(*resume), *resume);
             sim::check_fuzz_json(previous, *resume);
             const sim::FuzzOptions given = *o;
@@ -430,7 +433,7 @@ void register_merge(CLI::App& app, Common& common) {
     cmd->add_option("files", *files, "fuzz.json files")->required();
     cmd->add_option("--out", *out, "Write the merged result here (default: stdout)");
     cmd->callback([files, out, &common] {
-        if (!out->empty()) sim::require_output_file(*out);
+        if (!out->empty()) sim::require_output_file(*out, *files);
         std::vector<sim::FuzzResultFile> shards;
         for (const std::string& f : *files) {
             nlohmann::json j = sim::parse_json_text(sim::read_file(f), f);
