@@ -108,6 +108,7 @@ public:
         count(found);
         metrics_.sim_time_ns = now_;
         metrics_.resume_grain_tokens = world_.grain_tokens;
+        metrics_.unfired_faults = faults_.unfired();
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next(), override_texts(s_)};
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};

@@ -2,6 +2,9 @@
 // act at once on the coldest (or hottest) candidate or arm the next opportunity of their class.
 #include "sim/faults.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "model/match.hpp"
 
 namespace kvcheck::sim {
@@ -27,15 +30,16 @@ StepKind step_of(FaultAction action, StepKind usual) {
 }  // namespace
 
 FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::World& world) : world_(world), rng_(rng) {
-    for (const FaultSpec& f : scenario.faults) {
+    for (std::uint32_t entry = 0; entry < scenario.faults.size(); ++entry) {
+        const FaultSpec& f = scenario.faults[entry];
         const std::size_t slot = slot_of(f.fault, f.action);
         rate_ppm_[slot] = std::min<std::uint32_t>(1'000'000, rate_ppm_[slot] + f.rate_ppm);
         if (f.rate_ppm > 0) rate_entries_[slot].emplace_back(f.rate_ppm, f.action);
         if (f.extra_latency_us) late_ns_ = *f.extra_latency_us * 1000;
         if (slot == kTimeoutSlot) timeouts_ = true;
         if (f.timeout_us) timeout_ns_ = *f.timeout_us * 1000;
-        if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count});
-        if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count});
+        if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count, entry});
+        if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count, f.count, entry});
     }
     for (std::size_t k = 0; k < rate_entries_.size(); ++k)
         for (const auto& entry : rate_entries_[k]) rate_mixed_[k] = rate_mixed_[k] || entry.second != rate_entries_[k].front().second;
@@ -46,6 +50,30 @@ void FaultInjector::schedule_timed(const std::function<void(std::uint64_t, std::
     for (std::uint32_t i = 0; i < scheduled_.size(); ++i)
         if (scheduled_[i].spec.at_ns)
             for (std::uint32_t k = 0; k < scheduled_[i].spec.count; ++k) at(*scheduled_[i].spec.at_ns, i);
+}
+
+std::vector<std::string> FaultInjector::unfired() const {
+    std::vector<std::pair<std::uint32_t, std::string>> out;
+    const auto name = [](std::uint32_t entry, const FaultSpec& f, const std::string& when) {
+        return "/faults/" + std::to_string(entry) + " (" + std::string(fault_name(f.fault)) + " " + when + ")";
+    };
+    for (const Timed& t : scheduled_)
+        if (t.left == t.spec.count) {
+            char ms[32];
+            std::snprintf(ms, sizeof ms, "%.9g", t.spec.at_ns ? static_cast<double>(*t.spec.at_ns) / 1e6 : 0.0);
+            const std::string when = t.spec.at_event ? "at_event " + std::to_string(*t.spec.at_event) : "at_ms " + std::string(ms);
+            out.emplace_back(t.entry, name(t.entry, t.spec, when));
+        }
+    for (const Aimed& a : aimed_) {
+        if (a.left != a.count) continue;
+        FaultSpec spec;
+        spec.fault = static_cast<FaultClass>(a.slot == kTimeoutSlot ? static_cast<std::size_t>(FaultClass::F2) : a.slot);
+        out.emplace_back(a.entry, name(a.entry, spec, "at_request " + std::to_string(a.uid)));
+    }
+    std::sort(out.begin(), out.end());
+    std::vector<std::string> names;
+    for (auto& [entry, text] : out) names.push_back(std::move(text));
+    return names;
 }
 
 std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) const {

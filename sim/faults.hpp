@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -36,6 +37,8 @@ public:
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
     // F2 timeout, at a transfer's start: how long until the hung transfer fails (0: it does not hang).
     std::uint64_t timeout_io_ns(const model::IoOp& op) { return timeouts_ ? roll_timeout(op) : 0; }
+    // The scheduled and aimed entries that never fired, as "/faults/N (F6 at_request 40)".
+    std::vector<std::string> unfired() const;
 
 private:
     // Each fault class draws at its own opportunities, and F2's timeouts at transfer starts, not
@@ -80,6 +83,7 @@ private:
     struct Timed {
         FaultSpec spec;
         std::uint32_t left;
+        std::uint32_t entry;  // its index in the scenario's faults
     };
     std::vector<Timed> scheduled_;
     std::unordered_set<std::uint64_t> damaged_;  // (segment id, epoch) each scheduled firing left behind
@@ -88,6 +92,8 @@ private:
         std::size_t slot;
         FaultAction action;
         std::uint32_t left;
+        std::uint32_t count;
+        std::uint32_t entry;
     };
     std::vector<Aimed> aimed_;  // firings that wait for one request's opportunities
 };

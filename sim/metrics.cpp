@@ -189,10 +189,22 @@ std::vector<RunWarning> run_warnings(const Metrics& m) {
     if (m.event_bound_hit)
         out.push_back({"event_bound", "the run stopped at limits.max_events after " + counted(m.events, "event") + "; its figures cover only the " +
                                           counted(m.requests, "request") + " that arrived by then"});
+    if (!m.unfired_faults.empty()) {
+        std::string entries;
+        for (const std::string& f : m.unfired_faults) entries += (entries.empty() ? "" : ", ") + f;
+        const std::size_t n = m.unfired_faults.size();
+        out.push_back({"fault_unfired", std::to_string(n) + (n == 1 ? " fault entry" : " fault entries") + " never fired: " + entries +
+                                            "; an entry aimed at a request fires only at that request's opportunities of its class "
+                                            "(there are " + std::to_string(m.requests) + " requests, numbered from 0), one at an event "
+                                            "count only if the run gets that far (" + counted(m.events, "event") + ")"});
+    }
     if (m.lookups < 2 || m.resume_grain_tokens == 0) return out;  // one request, or a steps-mode run
     if (m.hits == 0) {
         out.push_back({"no_hits", "prefix caching found nothing to reuse: none of the " + std::to_string(m.lookups) +
-                                      " requests began with a block an earlier request had cached (hit_rate 0)"});
+                                      " requests began with a block an earlier request had cached (hit_rate 0)" +
+                                      (m.admission_refusals > 0 ? "; admission_refusals is " + std::to_string(m.admission_refusals) +
+                                                                      ": what did not fit the GPU budget was never cached"
+                                                                : std::string())});
     } else if (m.reused_tokens == 0) {
         out.push_back({"nothing_resumed", "prefix caching resumed nothing: " + counted(m.hits, "request") + " hit the cache for " +
                                               std::to_string(m.hit_tokens) + " tokens, and no token was read from it; " +

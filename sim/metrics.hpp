@@ -139,6 +139,7 @@ struct Metrics {
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
+    std::vector<std::string> unfired_faults;  // scheduled or aimed fault entries that never fired, as /faults/N (...)
     std::optional<SessionCounts> sessions;  // only in runs with sessions
     std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1
 

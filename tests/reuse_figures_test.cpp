@@ -141,6 +141,20 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     EXPECT_TRUE(one["warnings"].empty()) << one["warnings"].dump();
 }
 
+// Proves: when requests share a prefix but a GPU budget too small for any of them caches nothing,
+// the `no_hits` warning says how many allocations did not fit, the reason no request hit.
+TEST(Warnings, NoHitsNamesAdmissionRefusals) {
+    const fs::path file = toy_scenario("no-room", {request(0, 48, {1, 2, 3}), request(5000, 48, {1, 2, 3})},
+                                       {{"storage", {{"gpu_budget_bytes", 1}}}});
+    const nlohmann::json r = run_json(file, "validated");
+    ASSERT_EQ(codes(r), std::vector<std::string>{"no_hits"});
+    ASSERT_GT(r["admission_refusals"].get<int>(), 0);
+    EXPECT_NE(r["warnings"][0]["message"].get<std::string>().find("; admission_refusals is " + r["admission_refusals"].dump() +
+                                                                   ": what did not fit the GPU budget was never cached"),
+              std::string::npos)
+        << r["warnings"].dump();
+}
+
 // Proves: hits that a rule forbids resuming make a run that warns `nothing_resumed` and names the
 // miss reason that cut the most tokens: with rollout off, every hit is refused for `rollout`, which
 // cuts the hit on the grain.

@@ -120,6 +120,27 @@ TEST(FaultTargets, AtRequestNumbersForkedSamples) {
     EXPECT_NE(past.err.find("the workload has 6 requests, numbered from 0 (2 listed, 3 sampled answers each)"), std::string::npos) << past.err;
 }
 
+// Proves: a scheduled or aimed fault entry that never fired is named in a `fault_unfired`
+// warning: F6 aimed at request 400 of a 400-request trace (numbered 0-399) and F1 at an event
+// count the run never reaches; the aimed entry at request 40, which fires, is not named.
+TEST(FaultTargets, EntriesThatNeverFiredAreWarnedOf) {
+    const fs::path scenario = fault_variant("fault-f6-evict-before-read.json",
+                                            {{{"fault", "F6"}, {"at_request", 40}}, {{"fault", "F6"}, {"at_request", 400}},
+                                             {{"fault", "F1"}, {"at_event", 100000000}}},
+                                            "unfired");
+    const nlohmann::json report = policy_report(scenario, "validated");
+    EXPECT_EQ(report["faults_injected"].value("F6", 0), 1);
+    std::string message;
+    for (const auto& w : report["warnings"])
+        if (w["code"] == "fault_unfired") message = w["message"];
+    EXPECT_TRUE(message.starts_with("2 fault entries never fired: /faults/1 (F6 at_request 400), /faults/2 (F1 at_event 100000000); "))
+        << report["warnings"].dump();
+    EXPECT_NE(message.find("(there are 400 requests, numbered from 0)"), std::string::npos) << message;
+    const nlohmann::json fired = policy_report(fault_variant("fault-f6-evict-before-read.json", {{{"fault", "F6"}, {"at_request", 40}}}, "fired"),
+                                               "validated");
+    for (const auto& w : fired["warnings"]) EXPECT_NE(w["code"], "fault_unfired") << w.dump();
+}
+
 // Proves: a read of a segment that was evicted between validation and read breaks RL3 (and the
 // oracle's OR1) and nothing else: when the segment's id has gone to another group's segment by
 // the read, its layout and index version are not judged against that other record (no VL2_layout
