@@ -157,6 +157,12 @@ void TraceReader::arrival_goes_back(std::uint64_t absolute_ns, std::size_t colum
                          " s (relative to the first request); expected requests sorted by arrival");
 }
 
+void TraceReader::arrival_too_late(std::uint64_t absolute_ns, std::size_t column) const {
+    throw InputError(path(), place(column),
+                     "this request arrives " + seconds_after(absolute_ns, first_ns_) +
+                         " s after the first one; expected at most 1e+09 s (about 31.7 years, as a scenario's at_ms)");
+}
+
 std::string TraceReader::place(std::size_t index) const {
     return std::to_string(lines_.number()) + ":" + std::to_string(index + 1 + lines_.column_offset());
 }

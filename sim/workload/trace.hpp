@@ -31,6 +31,9 @@ inline constexpr std::uint32_t kMooncakeBlockTokens = 512;
 inline constexpr std::uint32_t kBlockTokensMax = 1 << 20;           // for every block size a trace or scenario names
 inline constexpr std::uint32_t kInputTokensMax = 16'777'216;   // larger prompts are taken as corrupt data
 inline constexpr std::uint32_t kOutputTokensMax = 16'777'216;
+// The latest arrival after the first request, as a scenario's at_ms at most 1e12 ms (about 31.7
+// years): the simulated clock, in 64-bit nanoseconds, then cannot wrap.
+inline constexpr std::uint64_t kArrivalMaxNs = 1'000'000'000'000'000'000;
 
 struct TraceOptions {
     TraceFormat format = TraceFormat::mooncake;
@@ -111,6 +114,7 @@ protected:
             previous_ns_ = absolute_ns;
         }
         if (absolute_ns < previous_ns_) arrival_goes_back(absolute_ns, column());
+        if (absolute_ns - first_ns_ > kArrivalMaxNs) arrival_too_late(absolute_ns, column());
         previous_ns_ = absolute_ns;
         return absolute_ns - first_ns_;
     }
@@ -126,6 +130,7 @@ protected:
 
 private:
     [[noreturn]] void arrival_goes_back(std::uint64_t absolute_ns, std::size_t column) const;
+    [[noreturn]] void arrival_too_late(std::uint64_t absolute_ns, std::size_t column) const;
 
     std::uint64_t delivered_ = 0;
     std::uint64_t first_ns_ = 0;

@@ -35,6 +35,7 @@ struct BenchArgs {
     std::uint32_t repeats = 3;
     double explore_seconds = 3;
     bool json = false;
+    bool quiet = false;  // no progress lines
 };
 
 // The targets of the "Performance and reliability" issue; docs/performance.md tracks them.
@@ -180,13 +181,13 @@ nlohmann::json run_bench(const BenchArgs& a) {
     Replay blocks;
     // Alternating the replays exposes each to the same drift in machine load.
     for (std::uint32_t i = 0; i < a.repeats; ++i) {
-        std::fprintf(stderr, "bench: replay %u/%u (validated, naive, validated with one entry per block)\n", i + 1, a.repeats);
+        if (!a.quiet) std::fprintf(stderr, "bench: replay %u/%u (validated, naive, validated with one entry per block)\n", i + 1, a.repeats);
         replay_once(scenario, "validated", validated);
         replay_once(scenario, "naive", naive);
         replay_once(per_block, "validated", blocks);
     }
     // How much of a replay is reading the trace: the same reader alone, fastest of the repeats.
-    std::fprintf(stderr, "bench: reading the trace alone\n");
+    if (!a.quiet) std::fprintf(stderr, "bench: reading the trace alone\n");
     std::uint64_t records = 0;
     Timing read_time{std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
     for (std::uint32_t i = 0; i < a.repeats; ++i) {
@@ -200,8 +201,8 @@ nlohmann::json run_bench(const BenchArgs& a) {
     }
     const std::uint64_t replay_peak_rss_bytes = peak_rss_bytes();  // the replays run first
     auto explore_for = [&](const char* scope, double seconds, sim::ExploreReport& report) {
-        if (seconds > 0) std::fprintf(stderr, "bench: exploring the %s scope for %.1f s\n", scope, seconds);
-        else std::fprintf(stderr, "bench: exploring the %s scope to the end\n", scope);
+        if (!a.quiet && seconds > 0) std::fprintf(stderr, "bench: exploring the %s scope for %.1f s\n", scope, seconds);
+        if (!a.quiet && seconds <= 0) std::fprintf(stderr, "bench: exploring the %s scope to the end\n", scope);
         sim::ExploreOptions explore_options;
         if (seconds > 0) explore_options.max_seconds = seconds;
         explore_options.stop_at_first = false;
@@ -215,7 +216,7 @@ nlohmann::json run_bench(const BenchArgs& a) {
     sim::ExploreReport pin_epoch;
     const Timing pin_epoch_time = explore_for("pin-epoch", 0, pin_epoch);
     const double pin_epoch_rate = rate(pin_epoch.states, pin_epoch_time.cpu_s);
-    std::fprintf(stderr, "bench: model-only replay for the state table\n");
+    if (!a.quiet) std::fprintf(stderr, "bench: model-only replay for the state table\n");
     const TableFigures table = measure_table(a.trace);
 
     // Rates are per second of this thread's CPU time ("on one core"): on a shared machine the wall
@@ -320,6 +321,7 @@ void register_bench(CLI::App& app, Common& common) {
     cmd->add_option("--explore-seconds", a->explore_seconds, "Seconds of exploration of the reference scope (default 3; the pin-epoch scope is explored to the end)")
         ->check(CLI::Range(0.1, 3600.0));
     cmd->add_flag("--json", a->json, "Print the figures as JSON");
+    cmd->add_flag("--quiet", a->quiet, "No progress lines");
     auto out = std::make_shared<std::string>();
     cmd->add_option("--out", *out, "Also write the figures (the --json document) to DIR/bench.json");
     cmd->callback([a, out, &common] {

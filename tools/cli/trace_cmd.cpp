@@ -27,6 +27,11 @@ struct InputFlags {
     std::uint64_t limit = 0;
 };
 
+// Written Mooncake JSONL at another block size than Mooncake's is read back as generic JSONL.
+std::string read_back_note(std::uint32_t block_tokens) {
+    return block_tokens == sim::kMooncakeBlockTokens ? "" : "; read it back with --format jsonl --block-size " + std::to_string(block_tokens);
+}
+
 void add_reading_flags(CLI::App* cmd, InputFlags& flags) {
     cmd->add_option("--format", flags.format, "Trace format (default: azure for .csv, else mooncake)")
         ->check(CLI::IsMember({"mooncake", "azure", "jsonl"}));
@@ -143,10 +148,11 @@ void register_synth(CLI::App& trace, Common& common) {
             writer.write(record);
         }
         writer.finish();
-        std::fprintf(stderr, "kvcheck trace synth: seed=%llu requests=%llu fitted to %s (%llu requests, reuse %.4f)%s%s\n",
+        const std::uint32_t written_block = *out_block_tokens != 0 ? *out_block_tokens : options.block_tokens;
+        std::fprintf(stderr, "kvcheck trace synth: seed=%llu requests=%llu fitted to %s (%llu requests, reuse %.4f)%s%s%s\n",
                      static_cast<unsigned long long>(flags->seed), static_cast<unsigned long long>(*requests),
                      flags->path.c_str(), static_cast<unsigned long long>(fitted.requests), fitted.reuse_ratio,
-                     out->empty() ? "" : " -> ", out->c_str());
+                     out->empty() ? "" : " -> ", out->c_str(), read_back_note(written_block).c_str());
         common.exit_code = 0;
     });
 }
@@ -169,12 +175,9 @@ void register_convert(CLI::App& trace, Common& common) {
             ++count;
         }
         writer.finish();
-        const std::string note = options.block_tokens == sim::kMooncakeBlockTokens
-                                     ? ""
-                                     : "; read it back with --format jsonl --block-size " + std::to_string(options.block_tokens);
         std::fprintf(stderr, "kvcheck trace convert: %llu requests from %s%s%s (%u-token blocks%s)\n",
                      static_cast<unsigned long long>(count), flags->path.c_str(), out->empty() ? "" : " -> ",
-                     out->c_str(), options.block_tokens, note.c_str());
+                     out->c_str(), options.block_tokens, read_back_note(options.block_tokens).c_str());
         common.exit_code = 0;
     });
 }
