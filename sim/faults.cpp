@@ -54,21 +54,20 @@ void FaultInjector::schedule_timed(const std::function<void(std::uint64_t, std::
 
 std::vector<std::string> FaultInjector::unfired() const {
     std::vector<std::pair<std::uint32_t, std::string>> out;
-    const auto name = [](std::uint32_t entry, const FaultSpec& f, const std::string& when) {
-        return "/faults/" + std::to_string(entry) + " (" + std::string(fault_name(f.fault)) + " " + when + ")";
+    const auto name = [](std::uint32_t entry, FaultClass fault, const std::string& when) {
+        return "/faults/" + std::to_string(entry) + " (" + std::string(fault_name(fault)) + " " + when + ")";
     };
     for (const Timed& t : scheduled_)
         if (t.left == t.spec.count) {
             char ms[32];
             std::snprintf(ms, sizeof ms, "%.9g", t.spec.at_ns ? static_cast<double>(*t.spec.at_ns) / 1e6 : 0.0);
             const std::string when = t.spec.at_event ? "at_event " + std::to_string(*t.spec.at_event) : "at_ms " + std::string(ms);
-            out.emplace_back(t.entry, name(t.entry, t.spec, when));
+            out.emplace_back(t.entry, name(t.entry, t.spec.fault, when));
         }
     for (const Aimed& a : aimed_) {
         if (a.left != a.count) continue;
-        FaultSpec spec;
-        spec.fault = static_cast<FaultClass>(a.slot == kTimeoutSlot ? static_cast<std::size_t>(FaultClass::F2) : a.slot);
-        out.emplace_back(a.entry, name(a.entry, spec, "at_request " + std::to_string(a.uid)));
+        const FaultClass fault = a.slot == kTimeoutSlot ? FaultClass::F2 : static_cast<FaultClass>(a.slot);
+        out.emplace_back(a.entry, name(a.entry, fault, "at_request " + std::to_string(a.uid)));
     }
     std::sort(out.begin(), out.end());
     std::vector<std::string> names;
