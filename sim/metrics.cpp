@@ -427,7 +427,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
     for (const auto& [form, bytes] : peaks(m))
         out << "kvcheck_memory_peak_bytes{" << policy << ",form=\"" << form << "\"} " << bytes << "\n";
-    out << "# HELP kvcheck_warning A run-wide finding about prefix caching (report.json warnings), 1 when raised.\n"
+    out << "# HELP kvcheck_warning A run-wide finding (report.json warnings): prefix caching did little, the event bound was hit, a fault never fired; 1 when raised.\n"
            "# TYPE kvcheck_warning gauge\n";
     for (const RunWarning& w : run_warnings(m)) out << "kvcheck_warning{" << policy << ",code=\"" << w.code << "\"} 1\n";
     gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));
