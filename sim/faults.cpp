@@ -38,7 +38,7 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
         if (f.extra_latency_us) late_ns_ = *f.extra_latency_us * 1000;
         if (slot == kTimeoutSlot) timeouts_ = true;
         if (f.timeout_us) timeout_ns_ = *f.timeout_us * 1000;
-        if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count, entry});
+        if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count, entry, false});
         if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count, f.count, entry});
     }
     for (std::size_t k = 0; k < rate_entries_.size(); ++k)
@@ -58,7 +58,7 @@ std::vector<std::string> FaultInjector::unfired() const {
         return "/faults/" + std::to_string(entry) + " (" + std::string(fault_name(fault)) + " " + when + ")";
     };
     for (const Timed& t : scheduled_)
-        if (t.left == t.spec.count) {
+        if (!t.acted) {
             char ms[32];
             std::snprintf(ms, sizeof ms, "%.9g", t.spec.at_ns ? static_cast<double>(*t.spec.at_ns) / 1e6 : 0.0);
             const std::string when = t.spec.at_event ? "at_event " + std::to_string(*t.spec.at_event) : "at_ms " + std::string(ms);
@@ -113,8 +113,9 @@ FaultAction FaultInjector::rate_action(std::size_t slot) {
 std::optional<FaultAction> FaultInjector::roll_held(std::size_t slot, std::uint32_t request) {
     if (const std::optional<FaultAction> aimed = aimed_at(slot, request)) return aimed;
     if (!armed_[slot].empty()) {
-        const FaultAction action = armed_[slot].front();
+        const auto [action, timed] = armed_[slot].front();
         armed_[slot].erase(armed_[slot].begin());
+        scheduled_[timed].acted = true;
         return action;
     }
     return roll_rate(slot);
@@ -130,7 +131,7 @@ void FaultInjector::first_enabled(StepKind kind, Form form, FaultClass fault, Fa
             if (world_.segments[id].form == form && inject({kind, id, 0}, fault)) return;
 }
 
-void FaultInjector::global(FaultClass fault, FaultAction action, FaultTarget target, const Inject& inject) {
+void FaultInjector::global(FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, const Inject& inject) {
     switch (fault) {
         case FaultClass::F1: first_enabled(StepKind::interrupt_eviction, Form::compressed_kv, fault, target, inject); break;
         case FaultClass::F3: first_enabled(StepKind::skew_index, Form::indexer_state, fault, target, inject); break;
@@ -143,7 +144,7 @@ void FaultInjector::global(FaultClass fault, FaultAction action, FaultTarget tar
         }
         case FaultClass::F10: under_graph(kNone, action, inject); break;
         case FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, target, inject); break;
-        default: armed_[slot_of(fault, action)].push_back(action); break;  // waits for its next opportunity
+        default: armed_[slot_of(fault, action)].emplace_back(action, timed); break;  // waits for its next opportunity
     }
 }
 
@@ -159,9 +160,10 @@ void FaultInjector::fire_scheduled(std::uint32_t index, const Inject& inject) {
         if (on_segment && damaged_.contains(key(step.target))) return false;
         if (!inject(step, fault)) return false;
         if (on_segment) damaged_.insert(key(step.target));
+        t.acted = true;
         return true;
     };
-    global(t.spec.fault, t.spec.action, t.spec.target, fresh);
+    global(t.spec.fault, t.spec.action, t.spec.target, index, fresh);
 }
 
 void FaultInjector::aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject) {
@@ -206,7 +208,7 @@ void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
         const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
         aim(f, *action, preview.plan, inject);
     }
-    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request)) global(FaultClass::F5, *action, FaultTarget::coldest, inject);
+    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request)) global(FaultClass::F5, *action, FaultTarget::coldest, kNone, inject);
 }
 
 void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {

@@ -37,7 +37,8 @@ public:
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
     // F2 timeout, at a transfer's start: how long until the hung transfer fails (0: it does not hang).
     std::uint64_t timeout_io_ns(const model::IoOp& op) { return timeouts_ ? roll_timeout(op) : 0; }
-    // The scheduled and aimed entries that never fired, as "/faults/N (F6 at_request 40)".
+    // The scheduled and aimed entries that never acted, as "/faults/N (F6 at_request 40)": never
+    // due, armed and never given an opportunity, or finding nothing to act on.
     std::vector<std::string> unfired() const;
 
 private:
@@ -65,7 +66,8 @@ private:
     std::optional<FaultAction> aimed_at(std::size_t slot, std::uint32_t request);
     FaultAction rate_action(std::size_t slot);
     void aim(FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
-    void global(FaultClass fault, FaultAction action, FaultTarget target, const Inject& inject);
+    // `timed`: the scheduled entry firing (kNone for a rate firing), which an armed firing keeps.
+    void global(FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, const Inject& inject);
     void under_graph(std::uint32_t request, FaultAction action, const Inject& inject);
     void first_enabled(model::StepKind kind, model::Form form, FaultClass fault, FaultTarget target, const Inject& inject) const;
 
@@ -75,7 +77,9 @@ private:
     // The rate entries of each slot with their actions, to pick one when they differ.
     std::array<std::vector<std::pair<std::uint32_t, FaultAction>>, kSlotCount> rate_entries_{};
     std::array<bool, kSlotCount> rate_mixed_{};  // the slot's rate entries name different actions
-    std::array<std::vector<FaultAction>, kSlotCount> armed_{};  // one-shot firings waiting for their opportunity
+    // One-shot firings waiting for their opportunity: the action and the scheduled entry (its
+    // index in scheduled_) that armed it.
+    std::array<std::vector<std::pair<FaultAction, std::uint32_t>>, kSlotCount> armed_{};
     std::uint64_t late_ns_ = 50'000'000;
     std::uint64_t timeout_ns_ = 1'000'000'000;
     bool timeouts_ = false;  // an F2 entry of mode timeout: runs without one never roll for it
@@ -84,6 +88,7 @@ private:
         FaultSpec spec;
         std::uint32_t left;
         std::uint32_t entry;  // its index in the scenario's faults
+        bool acted = false;   // a firing acted, or reached the opportunity it was armed for
     };
     std::vector<Timed> scheduled_;
     std::unordered_set<std::uint64_t> damaged_;  // (segment id, epoch) each scheduled firing left behind

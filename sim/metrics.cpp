@@ -193,10 +193,12 @@ std::vector<RunWarning> run_warnings(const Metrics& m) {
         std::string entries;
         for (const std::string& f : m.unfired_faults) entries += (entries.empty() ? "" : ", ") + f;
         const std::size_t n = m.unfired_faults.size();
-        out.push_back({"fault_unfired", std::to_string(n) + (n == 1 ? " fault entry" : " fault entries") + " never fired: " + entries +
+        out.push_back({"fault_unfired", std::to_string(n) + (n == 1 ? " fault entry" : " fault entries") + " never acted: " + entries +
                                             "; an entry aimed at a request fires only at that request's opportunities of its class "
                                             "(there are " + std::to_string(m.requests) + " requests, numbered from 0), one at an event "
-                                            "count only if the run gets that far (" + counted(m.events, "event") + ")"});
+                                            "count only if the run gets that far (" + counted(m.events, "event") +
+                                            "), an armed one (F2, F4, F6-F9) only at a later opportunity of its class, and one "
+                                            "acting at once (F1, F3, F5, F10, F11) only on a segment it can damage"});
     }
     if (m.lookups < 2 || m.resume_grain_tokens == 0) return out;  // one request, or a steps-mode run
     if (m.hits == 0) {
@@ -427,7 +429,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
     for (const auto& [form, bytes] : peaks(m))
         out << "kvcheck_memory_peak_bytes{" << policy << ",form=\"" << form << "\"} " << bytes << "\n";
-    out << "# HELP kvcheck_warning A run-wide finding (report.json warnings): prefix caching did little, the event bound was hit, a fault never fired; 1 when raised.\n"
+    out << "# HELP kvcheck_warning A run-wide finding (report.json warnings): prefix caching did little, the event bound was hit, a fault never acted; 1 when raised.\n"
            "# TYPE kvcheck_warning gauge\n";
     for (const RunWarning& w : run_warnings(m)) out << "kvcheck_warning{" << policy << ",code=\"" << w.code << "\"} 1\n";
     gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));

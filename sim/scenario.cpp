@@ -244,14 +244,16 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
             problems.add(at + "/timeout_us", "only F2 with \"mode\": \"timeout\" takes \"timeout_us\", not " +
                                                  (spec.fault == FaultClass::F2 ? std::string("F2 in mode ") + (spec.action == FaultAction::partial ? "partial" : "error") : name));
         else spec.timeout_us = f.optional_unsigned("timeout_us", 1, 1ULL << 32);
-        if (spec.rate_ppm == 0 && !spec.at_ns && !spec.at_event && !spec.at_request)
+        // A trigger given with a bad value has its own problem above; these say what is missing.
+        const bool scheduled_or_aimed = f.has("at_ms") || f.has("at_event") || f.has("at_request");
+        if (spec.rate_ppm == 0 && !scheduled_or_aimed)
             problems.add(at, "a fault needs a rate_ppm, an at_ms, an at_event or an at_request");
         if (spec.at_request && (spec.at_ns || spec.at_event))
             problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities; drop at_ms and at_event");
         if (spec.at_request && spec.rate_ppm > 0)
             problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities only; drop rate_ppm, "
                                              "which fires at every request's (or give each its own entry)");
-        if (f.has("count") && !spec.at_ns && !spec.at_event && !spec.at_request)
+        if (f.has("count") && spec.count != 1 && !scheduled_or_aimed)
             problems.add(at + "/count", "only a scheduled (at_ms or at_event) or at_request firing takes \"count\"; a rate fires at "
                                         "each opportunity by its chance");
         f.finish();

@@ -120,25 +120,45 @@ TEST(FaultTargets, AtRequestNumbersForkedSamples) {
     EXPECT_NE(past.err.find("the workload has 6 requests, numbered from 0 (2 listed, 3 sampled answers each)"), std::string::npos) << past.err;
 }
 
-// Proves: a scheduled or aimed fault entry that never fired is named in a `fault_unfired`
-// warning: F6 aimed at request 400 of a 400-request trace (numbered 0-399) and F1 at an event
-// count the run never reaches; the aimed entry at request 40, which fires, is not named.
+// Proves: a scheduled or aimed fault entry that never acted is named in a `fault_unfired`
+// warning: F6 aimed at request 400 of a 400-request trace (numbered 0-399), F1 at an event count
+// the run never reaches, and F4 armed after the last transfer; the aimed entry at request 40,
+// which fires, is not named.
 TEST(FaultTargets, EntriesThatNeverFiredAreWarnedOf) {
     const fs::path scenario = fault_variant("fault-f6-evict-before-read.json",
                                             {{{"fault", "F6"}, {"at_request", 40}}, {{"fault", "F6"}, {"at_request", 400}},
-                                             {{"fault", "F1"}, {"at_event", 100000000}}},
+                                             {{"fault", "F1"}, {"at_event", 100000000}}, {{"fault", "F4"}, {"at_ms", 99999999}}},
                                             "unfired");
     const nlohmann::json report = policy_report(scenario, "validated");
     EXPECT_EQ(report["faults_injected"].value("F6", 0), 1);
     std::string message;
     for (const auto& w : report["warnings"])
         if (w["code"] == "fault_unfired") message = w["message"];
-    EXPECT_TRUE(message.starts_with("2 fault entries never fired: /faults/1 (F6 at_request 400), /faults/2 (F1 at_event 100000000); "))
+    EXPECT_TRUE(message.starts_with("3 fault entries never acted: /faults/1 (F6 at_request 400), /faults/2 (F1 at_event 100000000), "
+                                    "/faults/3 (F4 at_ms 99999999); "))
         << report["warnings"].dump();
     EXPECT_NE(message.find("(there are 400 requests, numbered from 0)"), std::string::npos) << message;
     const nlohmann::json fired = policy_report(fault_variant("fault-f6-evict-before-read.json", {{{"fault", "F6"}, {"at_request", 40}}}, "fired"),
                                                "validated");
     for (const auto& w : fired["warnings"]) EXPECT_NE(w["code"], "fault_unfired") << w.dump();
+}
+
+// Proves: an expectation on a count the run never made (a fault class it never injected, an
+// eviction cause it never met) judges it as 0, where "found none" used to fail every bound.
+TEST(Expectations, CountsARunNeverMadeAreZero) {
+    const auto run_with = [](const nlohmann::json& expect, const std::string& tag) {
+        const fs::path source = kSourceDir / "scenarios" / "fault-f6-evict-before-read.json";
+        nlohmann::json doc = read_json(source);
+        doc["expect"] = {{"validated", expect}};
+        return kvcheck({"run", relocated_copy(source, doc, tag).string(), "--quiet"});
+    };
+    const Outcome held = run_with({{"faults_injected.F5", {{"max", 0}}}, {"evictions_by_cause.evict_step.linear_state", {{"min", 0}, {"max", 0}}},
+                                   {"miss_reasons.compressed_kv.rollout", {{"max", 0}}}},
+                                  "never-counted");
+    EXPECT_EQ(held.code, 0) << held.all();
+    const Outcome failed = run_with({{"faults_injected.F5", {{"min", 1}}}}, "never-counted-min");
+    EXPECT_EQ(failed.code, 1) << failed.all();
+    EXPECT_NE(failed.out.find("faults_injected.F5 = 0, expected at least 1"), std::string::npos) << failed.all();
 }
 
 // Proves: a read of a segment that was evicted between validation and read breaks RL3 (and the

@@ -102,9 +102,13 @@ int run_replay(const ReplayOptions& options) {
     const std::unique_ptr<replay::Backend> backend = replay::make_backend(options.backend, why);
     if (!backend) throw sim::InputError("", "--backend", options.backend + ": " + why);
     require_result_file(options.out, "replay.json");
+    // Not into the schedules' folder (that of a single schedule file too): a replay of the folder
+    // reads every *.json there, replay.json among them.
     std::error_code same_error;
-    if (!options.out.empty() && std::filesystem::is_directory(options.path, same_error) &&
-        std::filesystem::equivalent(options.out, options.path, same_error))
+    const std::filesystem::path folder = std::filesystem::is_directory(options.path, same_error)
+                                             ? std::filesystem::path(options.path)
+                                             : std::filesystem::absolute(options.path, same_error).parent_path();
+    if (!options.out.empty() && std::filesystem::equivalent(options.out, folder, same_error))
         throw sim::InputError(options.out, "--out", "is the schedule folder, where replay.json would be read as a schedule by the next replay; expected another folder");
     std::vector<std::string> files = schedule_files(options.path);
     if (options.limit >= 0 && files.size() > static_cast<std::size_t>(options.limit))
