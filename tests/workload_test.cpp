@@ -206,6 +206,7 @@ TEST_F(Workload, MalformedInputsAreReported) {
         {"utf8-broken-sequence", TraceFormat::mooncake, "{\"timestamp\": 0, \"x\": \"\xE9\"}\n", "1:25",
          "invalid UTF-8 byte 0x22 in a sequence that starts with 0xE9"},
         {"not_object", TraceFormat::mooncake, "[1, 2]\n", "1:1", "expected a JSON object"},
+        {"trailing_garbage", TraceFormat::mooncake, ok.substr(0, ok.size() - 1) + "   garbage\n", "1:77", "expected end of input"},
         {"string_length", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": \"10\", \"output_length\": 1, \"hash_ids\": [1]}\n",
          "1:34", "expected an unsigned integer for \"input_length\", got a string \"10\""},
         {"negative", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": -5, \"hash_ids\": [1]}\n",

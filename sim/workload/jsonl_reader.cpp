@@ -62,7 +62,11 @@ std::size_t error_token_start(const std::string& text, const json::parse_error& 
         }
         return end == 0 ? 0 : end - 1;
     }
-    const std::string token = what.substr(open + 12, close - open - 12);
+    std::string token = what.substr(open + 12, close - open - 12);
+    // After a complete value nlohmann's "last read" can run from it over blanks to the bad byte
+    // ('1]}   g'); outside a string literal the bad token is what follows the last blank.
+    if (const std::size_t blank = token.find_last_of(" \t"); blank != std::string::npos && token.front() != '"')
+        token.erase(0, blank + 1);
     if (!token.empty() && token.size() <= end && text.compare(end - token.size(), token.size(), token) == 0)
         return end - token.size();
     return end == 0 ? 0 : end - 1;
