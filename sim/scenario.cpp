@@ -84,6 +84,9 @@ void parse_model(const nlohmann::json& value, Scenario& s, Problems& problems) {
 
 std::uint64_t ms_to_ns(double ms) { return static_cast<std::uint64_t>(ms * 1e6); }
 
+// A scenario's times end where a trace's arrivals do (1e12 ms): the simulated clock cannot wrap.
+constexpr double kArrivalMaxMs = static_cast<double>(kArrivalMaxNs / 1'000'000);
+
 void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems) {
     Fields f(value, "/workload", problems);
     const std::string trace = f.text("trace", "");
@@ -118,7 +121,7 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
                 const std::string at = "/workload/requests/" + std::to_string(i);
                 Fields r((*list)[i], at, problems);
                 TraceRecord rec;
-                rec.arrival_ns = ms_to_ns(r.number("at_ms", 0, 0, 1e12));
+                rec.arrival_ns = ms_to_ns(r.number("at_ms", 0, 0, kArrivalMaxMs));
                 rec.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 1, 1, kInputTokensMax));
                 rec.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
                 rec.block_tokens = static_cast<std::uint32_t>(r.unsigned_number("block_tokens", s.trace.block_tokens, 1, kBlockTokensMax));
@@ -226,7 +229,7 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
                 spec.action = action == "evict" ? FaultAction::evict : action == "offload" ? FaultAction::offload : FaultAction::migrate;
             }
         }
-        if (auto ms = f.optional_number("at_ms", 0, 1e12)) spec.at_ns = ms_to_ns(*ms);
+        if (auto ms = f.optional_number("at_ms", 0, kArrivalMaxMs)) spec.at_ns = ms_to_ns(*ms);
         spec.at_event = f.optional_unsigned("at_event", 1, 1ULL << 48);  // the counter is 1 at the first event
         if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
         spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));

@@ -161,8 +161,8 @@ void TraceReader::arrival_too_late(std::uint64_t absolute_ns, std::size_t column
     char seconds[48];  // whole digits: just past the bound, the usual %g reads as the bound itself
     std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(absolute_ns - first_ns_) / 1e9);
     throw InputError(path(), place(column),
-                     std::string("this request arrives ") + seconds +
-                         " s after the first one; expected at most 1000000000 s (about 31.7 years, as a scenario's at_ms)");
+                     std::string("this request arrives ") + seconds + " s after the first one; expected at most " +
+                         std::to_string(kArrivalMaxNs / 1'000'000'000) + " s (about 31.7 years, as a scenario's at_ms)");
 }
 
 std::string TraceReader::place(std::size_t index) const {

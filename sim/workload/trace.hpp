@@ -31,8 +31,8 @@ inline constexpr std::uint32_t kMooncakeBlockTokens = 512;
 inline constexpr std::uint32_t kBlockTokensMax = 1 << 20;           // for every block size a trace or scenario names
 inline constexpr std::uint32_t kInputTokensMax = 16'777'216;   // larger prompts are taken as corrupt data
 inline constexpr std::uint32_t kOutputTokensMax = 16'777'216;
-// The latest arrival after the first request, as a scenario's at_ms at most 1e12 ms (about 31.7
-// years): the simulated clock, in 64-bit nanoseconds, then cannot wrap.
+// The latest arrival after the first request (about 31.7 years; a scenario's at_ms has the same
+// bound): the simulated clock, in 64-bit nanoseconds, then cannot wrap.
 inline constexpr std::uint64_t kArrivalMaxNs = 1'000'000'000'000'000'000;
 
 struct TraceOptions {
