@@ -222,7 +222,11 @@ TEST_F(Workload, MalformedInputsAreReported) {
         {"long_ids", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
          "1:70", "expected 1 hash id for input_length 10 at 512 tokens per block, got 2"},
         {"bad_id", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, -2]}\n",
-         "1:71", "expected an unsigned integer at hash_ids[1], got -2"},
+         "1:75", "expected an unsigned integer at hash_ids[1], got -2"},
+        {"bad_first_id", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [ \"1\", 2, 3]}\n",
+         "1:74", "expected an unsigned integer at hash_ids[0], got a string \"1\""},
+        {"bad_last_id", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1,2,  [3]]}\n",
+         "1:79", "expected an unsigned integer at hash_ids[2], got"},
         {"backwards", TraceFormat::mooncake, ok + "{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n" +
                                                  "{\"timestamp\": 8, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
          "3:15", "arrival time goes back"},

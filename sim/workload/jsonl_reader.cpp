@@ -187,6 +187,16 @@ private:
         return 0;
     }
 
+    // Where element `index` of the array starting at `open` begins. The elements before it are
+    // unsigned integers (the first bad one is reported), so the commas before it are its separators.
+    std::size_t element_index(std::size_t open, std::size_t index) const {
+        const std::string& text = lines_.text();
+        std::size_t at = open;
+        for (; index > 0 && at != std::string::npos; --index) at = text.find(',', at + 1);
+        const std::size_t start = at == std::string::npos ? at : text.find_first_not_of(" \t\r", at + 1);
+        return start == std::string::npos ? open : start;
+    }
+
     [[noreturn]] void fail_at(const std::string& key, const std::string& message) const {
         throw InputError(path(), place(value_index(key)), message);
     }
@@ -215,8 +225,9 @@ private:
         out.block_ids.clear();
         for (std::size_t i = 0; i < ids.size(); ++i) {
             if (!is_unsigned(ids[i]))
-                fail_at("hash_ids", "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " +
-                                        describe(ids[i]));
+                throw InputError(path(), place(element_index(value_index("hash_ids"), i)),
+                                 "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " +
+                                     describe(ids[i]));
             out.block_ids.push_back(ids[i].get<std::uint64_t>());
         }
     }
