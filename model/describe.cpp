@@ -25,6 +25,13 @@ std::optional<StepKind> step_kind_from_name(std::string_view name) {
     return std::nullopt;
 }
 
+std::string request_name(const World& w, std::uint32_t r) {
+    const std::string slot = std::to_string(r);
+    if (r >= w.requests.size() || w.requests[r].spec == nullptr) return "request slot " + slot;
+    const std::uint32_t uid = w.requests[r].spec->uid;
+    return uid == r ? "request " + slot : "request " + std::to_string(uid) + " (slot " + slot + ")";
+}
+
 std::string describe(const World& w, const Step& step) {
     std::string out(step_kind_name(step.kind));
     auto segment_text = [&](std::uint32_t id) {
@@ -37,7 +44,7 @@ std::string describe(const World& w, const Step& step) {
     };
     switch (target_of(step.kind)) {
         case StepTarget::request:
-            out += " request " + std::to_string(step.target);
+            out.append(" ").append(request_name(w, step.target));
             if (step.kind == StepKind::decode && step.arg != 0) out += " by " + std::to_string(step.arg) + " tokens";
             return out;
         case StepTarget::segment: return out + segment_text(step.target);

@@ -43,7 +43,7 @@ void required_ranges(const World& w, std::uint8_t g, std::uint32_t len, std::vec
 }
 
 std::string entry_text(const World& w, std::uint32_t r, const PlanEntry& e) {
-    return "request " + std::to_string(r) + " group " + w.group(e.group).name + " " + std::string(form_name(e.form)) +
+    return request_name(w, r) + " group " + w.group(e.group).name + " " + std::string(form_name(e.form)) +
            " [" + std::to_string(e.start) + "," + std::to_string(e.end) + ")" +
            (e.segment == kNone ? std::string(" (nothing registered)") : " segment " + std::to_string(e.segment));
 }
@@ -74,7 +74,7 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     const std::vector<ReadFact> facts = read_facts(w, r);
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
     if (len % w.derived.lcm_tokens != 0)
-        fail("VL1_lcm_boundary", "request " + std::to_string(r) + " resumes at " + std::to_string(len) +
+        fail("VL1_lcm_boundary", request_name(w, r) + " resumes at " + std::to_string(len) +
                                      " tokens, not a multiple of the LCM block boundary " + std::to_string(w.derived.lcm_tokens));
     std::vector<Range> need;
     for (std::uint8_t g = 0; g < w.config->groups.size(); ++g) required_ranges(w, g, len, need);
@@ -89,11 +89,11 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
             const CacheGroup& grp = w.group(n.group);
             const bool window = grp.kind == GroupKind::swa || grp.kind == GroupKind::chunked;
             fail(window ? "FM3_swa_window" : "VL3_group_intersection",
-                 "request " + std::to_string(r) + " resumes at " + std::to_string(len) + " but group " + grp.name +
+                 request_name(w, r) + " resumes at " + std::to_string(len) + " but group " + grp.name +
                      " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) + ")");
             if (window)
                 fail("VL3_group_intersection", "group " + grp.name + " cannot resume at " + std::to_string(len) +
-                                                   " (request " + std::to_string(r) + ")");
+                                                   " for " + request_name(w, r));
         }
     }
     for (const ReadFact& f : facts) {
@@ -264,13 +264,13 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         const IoOp& op = w.io[i];
         if (!op.live || op.kind != IoKind::load || op.request == kNone) continue;
         if (op.request >= w.requests.size() || w.requests[op.request].phase != Phase::waiting_io)
-            fail("ST1_state_table", "load " + std::to_string(i) + " names request " + std::to_string(op.request) +
+            fail("ST1_state_table", "load " + std::to_string(i) + " names " + request_name(w, op.request) +
                                         ", which does not wait on it");
         else ++loads[op.request];
     }
     for (std::uint32_t r = 0; r < w.requests.size(); ++r)
         if (w.requests[r].pending_loads != loads[r])
-            fail("ST1_state_table", "request " + std::to_string(r) + " waits on " + std::to_string(w.requests[r].pending_loads) +
+            fail("ST1_state_table", request_name(w, r) + " waits on " + std::to_string(w.requests[r].pending_loads) +
                                         " loads but " + std::to_string(loads[r]) + " are in flight for it");
     // ST2: pins are exactly the holds requests keep.
     for (const Request& q : w.requests)
@@ -290,7 +290,7 @@ void check_structure(const World& w, std::vector<Violation>& out) {
         for (const GraphRef& ref : w.graphs[r].refs) {
             const Segment& s = w.segments[ref.segment];
             if (!s.live || s.slot != ref.slot || w.slots[ref.slot].address != ref.address)
-                fail("RL4_graph_topology", "the graph captured for request " + std::to_string(r) + " references segment " +
+                fail("RL4_graph_topology", "the graph captured for " + request_name(w, r) + " references segment " +
                                                std::to_string(ref.segment) + " at an address that has moved or been freed");
         }
     }

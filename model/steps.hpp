@@ -122,4 +122,9 @@ inline constexpr std::uint32_t kind_bit(StepKind k) { return 1u << static_cast<u
 // A readable one-line description, e.g. "evict compressed_kv seg 3 [0,64) of group c4".
 std::string describe(const World& world, const Step& step);
 
+// How messages name the request in slot `r`: "request U" by its spec's uid (a simulator's arrival
+// number, an explorer's request index), with the slot added where the two differ, as a simulator
+// recycles the slots of finished requests: "request 16 (slot 2)".
+std::string request_name(const World& world, std::uint32_t r);
+
 }  // namespace kvcheck::model

@@ -79,7 +79,9 @@ TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
 
 // Proves: a fault with `at_request` fires at that request's opportunity and nowhere else: F6
 // aimed at request 40 of the F6 scenario's trace is injected once; validated revalidates and stays
-// clean; no-revalidate, which reads nothing wrong without the fault, corrupts request 40's read.
+// clean; no-revalidate, which reads nothing wrong without the fault, corrupts request 40's read
+// (and those of earlier requests still to read the evicted entry), and names requests as the
+// corruption examples do.
 TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
     const std::string f6 = "fault-f6-evict-before-read.json";
     const fs::path aimed = fault_variant(f6, {{{"fault", "F6"}, {"at_request", 40}}}, "at-request");
@@ -94,6 +96,12 @@ TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
     bool request_40 = false;
     for (const auto& c : broken["corruption_examples"]) request_40 = request_40 || c["request"] == 40;
     EXPECT_TRUE(request_40) << broken["corruption_examples"].dump(2);
+    // The first violation message names the first corrupted read's request by the same number
+    // (arrival order), not by the model slot it holds: slots of finished requests are reused, so
+    // this far into the trace the two differ.
+    const std::string first = broken["first_violations"].value("OR1_ground_truth", "");
+    const std::string named = "request " + broken["corruption_examples"][0]["request"].dump() + " (slot ";
+    EXPECT_EQ(first.rfind(named, 0), 0u) << broken["first_violations"].dump(2);
 }
 
 // Proves: `at_request` numbers forked samples like any request. Two listed requests with three
