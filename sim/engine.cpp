@@ -192,8 +192,7 @@ private:
         model::apply_into(world_, step, fault_outcome_);
         after(fault_outcome_);
         ++metrics_.faults[static_cast<std::size_t>(fault)];
-        if (timeline_.takes_instants())
-            timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
+        timeline_.instant(std::string(fault_name(fault)) + " " + std::string(fault_summary(fault)), now_, what);
         if (exporter_) exporter_->note_fault(world_, step, fault, what, steps_);
         return true;
     }
@@ -434,8 +433,8 @@ private:
         const std::uint64_t late = faults_.late_io_ns(op);
         if (late > 0) {
             ++metrics_.faults[static_cast<std::size_t>(FaultClass::F4)];
-            if (timeline_.takes_instants())
-                timeline_.instant("F4 late I/O", now_, model::describe(world_, {StepKind::io_complete, op_id, 0}));
+            timeline_.instant("F4 late I/O", now_,
+                              timeline_.takes_instants() ? model::describe(world_, {StepKind::io_complete, op_id, 0}) : std::string());
         }
         return ns + late;
     }
@@ -491,7 +490,7 @@ private:
         for (const model::Violation& v : found) {
             if (metrics_.invariant_violations[v.invariant]++ == 0) {
                 metrics_.first_violation[v.invariant] = v.message;
-                timeline_.instant("violation " + v.invariant, now_, v.message);
+                timeline_.instant("violation " + v.invariant, now_, v.message, false);
             }
         }
     }

@@ -16,15 +16,30 @@ void Timeline::span(std::uint32_t uid, const char* name, std::uint64_t start_ns,
     events_.push_back({name, detail, start_ns, end_ns - start_ns, uid, true});
 }
 
-void Timeline::instant(const std::string& name, std::uint64_t at_ns, const std::string& detail) {
-    if (instants_ >= kMaxInstants) return;
-    ++instants_;
+void Timeline::instant(const std::string& name, std::uint64_t at_ns, const std::string& detail, bool capped) {
+    if (capped && instants_ >= kMaxInstants) {
+        if (dropped_instants_++ == 0) {
+            cap_event_ = events_.size();
+            events_.push_back({"timeline instant cap reached", "", at_ns, 0, 0, false});  // detail written by write()
+        }
+        return;
+    }
+    if (capped) ++instants_;
     events_.push_back({name, detail, at_ns, 0, 0, false});
 }
 
 void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
-    // At most one sample per simulated millisecond, and a bounded number overall.
-    if (memory_samples_.size() >= kMaxSamples || (!memory_samples_.empty() && at_ns < last_sample_ns_ + 1'000'000)) return;
+    if (!memory_samples_.empty() && at_ns < last_sample_ns_ + sample_spacing_ns_) return;
+    if (memory_samples_.size() == kMaxSamples) {
+        // Keep samples 0, 2, 4, ...: each kept one's position still precedes the same events.
+        for (std::size_t i = 0; 2 * i < memory_samples_.size(); ++i) memory_samples_[i] = memory_samples_[2 * i];
+        memory_samples_.resize((memory_samples_.size() + 1) / 2);
+        sample_spacing_ns_ *= 2;
+        if (at_ns < memory_samples_.back().at_ns + sample_spacing_ns_) {
+            last_sample_ns_ = memory_samples_.back().at_ns;
+            return;
+        }
+    }
     last_sample_ns_ = at_ns;
     const std::uint64_t state_table_bytes = std::uint64_t{w.live_segments} * model::kStateEntryBytes;
     memory_samples_.push_back({events_.size(), at_ns, w.bytes_by_form, state_table_bytes});
@@ -75,7 +90,11 @@ void Timeline::write(std::ostream& out) const {
             event["ph"] = "i";
             event["s"] = "g";
             event["tid"] = 0;
-            event["args"]["detail"] = e.detail;
+            event["args"]["detail"] = dropped_instants_ > 0 && i == cap_event_
+                                          ? "this and " + std::to_string(dropped_instants_ - 1) +
+                                                " later fault instants are not drawn: the timeline keeps the first " +
+                                                std::to_string(kMaxInstants) + " (report.json's faults_injected counts every one)"
+                                          : e.detail;
         }
         emit(event);
     }

@@ -1,6 +1,7 @@
 // timeline.json in the Chrome trace event format (opens in Perfetto): one track per request for
 // the first N requests (lookup, I/O wait, prefill, decode), instants for faults and violations,
-// and counters for GPU memory by form. Bounded: it never grows past its request and sample caps.
+// and counters for GPU memory by form. Bounded: it never grows past its request, instant and
+// sample caps, and says where it stopped drawing fault instants.
 #pragma once
 
 #include <array>
@@ -8,7 +9,6 @@
 #include <ostream>
 #include <string>
 #include <vector>
-
 
 #include "model/world.hpp"
 
@@ -20,9 +20,14 @@ public:
 
     bool tracks(std::uint32_t uid) const { return uid < max_requests_; }
     void span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns, const std::string& detail = "");
-    // False once the instant cap is reached: callers then skip building names and details.
+    // False once the instant cap is reached: callers then skip building details.
     bool takes_instants() const { return instants_ < kMaxInstants; }
-    void instant(const std::string& name, std::uint64_t at_ns, const std::string& detail);
+    // A fault instant. Past the cap it is counted, not drawn; the first one past it leaves an
+    // instant of its own that says how many were left out. `capped` false (a first violation,
+    // one per invariant) draws it whatever the count.
+    void instant(const std::string& name, std::uint64_t at_ns, const std::string& detail, bool capped = true);
+    // At most one sample a simulated millisecond; once kMaxSamples are kept, every other one is
+    // dropped and the spacing doubles, so the samples always span the whole run.
     void memory(std::uint64_t at_ns, const model::World& world);
     // The whole timeline.json, newline-terminated, written to `out` as it is made, or as one string.
     void write(std::ostream& out) const;
@@ -52,7 +57,10 @@ private:
     std::vector<Event> events_;
     std::vector<MemorySample> memory_samples_;
     std::size_t instants_ = 0;
+    std::size_t dropped_instants_ = 0;
+    std::size_t cap_event_ = 0;  // events_ index of the cap's own instant, once there is one
     std::uint64_t last_sample_ns_ = 0;
+    std::uint64_t sample_spacing_ns_ = 1'000'000;
 };
 
 }  // namespace kvcheck::sim

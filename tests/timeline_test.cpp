@@ -3,6 +3,7 @@
 // and the streamed file is the JSON value it stands for.
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -70,18 +71,48 @@ TEST(TimelineTest, SpansInstantsAndSamplesComeOutInOrderAndCapped) {
     EXPECT_FALSE(events[5].contains("args")) << "a span without detail has no args";
 }
 
-TEST(TimelineTest, InstantsStopAtTheirCap) {
+// Proves: fault instants stop at the cap, and the first one past it leaves one instant of its own,
+// at its time, that counts every instant left out; first violations are drawn past the cap.
+TEST(TimelineTest, InstantsStopAtTheirCapAndSaySo) {
     Timeline t(0);
     std::size_t taken = 0;
     while (t.takes_instants()) {
         t.instant("F6 eviction between validate and read", taken, "");
         ++taken;
     }
-    t.instant("past the cap", taken, "");
     EXPECT_EQ(taken, 20'000u);
+    for (std::size_t i = 0; i < 5; ++i) t.instant("past the cap", taken + i, "dropped");
+    t.instant("violation OR1_ground_truth", taken + 5, "request 3 ...", false);
     const json events = json::parse(t.dump())["traceEvents"];
-    EXPECT_EQ(events.size(), taken + 1);
-    EXPECT_NE(events.back()["name"], "past the cap");
+    ASSERT_EQ(events.size(), 1 + taken + 2);
+    const json& cap = events[1 + taken];
+    EXPECT_EQ(cap["name"], "timeline instant cap reached");
+    EXPECT_DOUBLE_EQ(cap["ts"].get<double>(), static_cast<double>(taken) / 1000.0);
+    EXPECT_EQ(cap["args"]["detail"].get<std::string>().rfind("this and 4 later fault instants are not drawn", 0), 0u) << cap;
+    EXPECT_EQ(events.back()["name"], "violation OR1_ground_truth");
+}
+
+// Proves: a run longer than the sample cap in milliseconds keeps at most the cap's samples, evenly
+// spaced from its first step to its last (the spacing doubles each time the cap fills), rather
+// than stopping at the cap's first fill and leaving the rest of the run undrawn.
+TEST(TimelineTest, MemorySamplesSpanTheWholeRun) {
+    Timeline t(0);
+    const kvcheck::model::World world = kvcheck::model::fixtures::toy_world();
+    const std::uint64_t ms = 1'000'000;
+    const std::uint64_t steps = 90'000;  // a step every 0.5 ms: 45 s of run
+    for (std::uint64_t i = 0; i < steps; ++i) t.memory(i * ms / 2, world);
+    std::vector<double> ts;
+    const json timeline = json::parse(t.dump());
+    for (const json& e : timeline["traceEvents"])
+        if (e["ph"] == "C") ts.push_back(e["ts"].get<double>());
+    ASSERT_GE(ts.size(), 10'000u);
+    EXPECT_LE(ts.size(), 20'000u);
+    EXPECT_DOUBLE_EQ(ts.front(), 0.0);
+    const double last_step_us = static_cast<double>((steps - 1) * ms / 2) / 1000.0;
+    const double spacing_us = ts[1] - ts[0];
+    EXPECT_EQ(spacing_us, 4'000.0) << "1 ms doubled twice: 45,000 ms at 2 ms would be 22,500 samples";
+    EXPECT_GE(ts.back(), last_step_us - spacing_us) << "the samples stop before the run's end";
+    for (std::size_t i = 1; i < ts.size(); ++i) ASSERT_EQ(ts[i] - ts[i - 1], spacing_us) << "sample " << i;
 }
 
 TEST(TimelineTest, ANaiveQuickstartRunDrawsRequestsFaultsViolationsAndMemory) {
