@@ -134,6 +134,36 @@ TEST_F(OutputSafety, FuzzReproduceLineFindsTheSameWalk) {
     std::smatch first;
     ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+"))) << found.output;
     EXPECT_NE(reproduced.output.find(first[0].str()), std::string::npos) << reproduced.output;
+    // stdout and stderr in one pipe (as `2>&1 | tee log` in CI): the reproduce line is a line of
+    // its own, after the listing that stdout buffers.
+    const std::size_t line = found.output.find("\nreproduce: ");
+    ASSERT_NE(line, std::string::npos) << found.output;
+    EXPECT_LT(found.output.find("seed=7 "), line) << found.output;
+    EXPECT_LT(found.output.find(first[0].str()), line) << found.output;
+}
+
+// Proves: `merge` reports what it merged, on stdout beside --out: the shards, walks and each
+// violation, and a reproduce line for the campaign's first violation that finds it again.
+TEST_F(OutputSafety, MergeReportsTheViolationsAndHowToReproduceThem) {
+    for (const char* shard : {"0", "1"})
+        ASSERT_EQ(kvcheck(std::string("fuzz --policy no-pin --seed 9 --walks 300 --keep-going --quiet --shard ") + shard + "/2 --out " +
+                          at(std::string("s") + shard))
+                      .code,
+                  1);
+    const Cli merged = kvcheck("merge " + at("s0/fuzz.json") + " " + at("s1/fuzz.json") + " --out " + at("merged.json"));
+    EXPECT_EQ(merged.code, 1) << merged.output;
+    EXPECT_NE(merged.output.find("merged 2 of 2 shards: walks=600 "), std::string::npos) << merged.output;
+    const nlohmann::json file = nlohmann::json::parse(slurp(at("merged.json")));
+    ASSERT_FALSE(file["violations"].empty());
+    const nlohmann::json& first = file["violations"][0];
+    const std::string listed = "walk " + first["walk"].dump() + " violates " + first["invariant"].get<std::string>();
+    EXPECT_NE(merged.output.find(listed), std::string::npos) << merged.output;
+    EXPECT_LT(merged.output.find(listed), merged.output.find("\nreproduce: ")) << merged.output;
+    const std::string again = reproduce_line(merged.output);
+    ASSERT_EQ(again.rfind("kvcheck fuzz ", 0), 0u) << merged.output;
+    const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
+    EXPECT_EQ(reproduced.code, 1) << reproduced.output;
+    EXPECT_NE(reproduced.output.find(listed), std::string::npos) << again << "\n" << reproduced.output;
 }
 
 // Proves: a campaign over a preset's swarm scopes prints a reproduce line that names the preset,

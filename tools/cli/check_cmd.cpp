@@ -37,6 +37,18 @@ void catch_interrupt() {
     for (const int signal : sim::kStopSignals) std::signal(signal, on_interrupt);
 }
 
+// The fuzz command that walks a campaign's shard up to walk `walk` (a global walk index), from the
+// campaign's fuzz.json (or merged) fields: the violation found there comes out again.
+std::string fuzz_reproduce(const nlohmann::json& campaign, std::uint64_t walk) {
+    const std::string model = campaign.at("model").get<std::string>();
+    const std::uint64_t shards = campaign.contains("shard") ? campaign.at("shard").at(1).get<std::uint64_t>()
+                                                            : campaign.at("shards").at(0).at(1).get<std::uint64_t>();
+    return "kvcheck fuzz --policy " + shell_word(campaign.at("policy").get<std::string>()) + (model == "toy" ? "" : " --model " + model) +
+           " --seed " + std::to_string(campaign.at("seed").get<std::uint64_t>()) + " --walks " + std::to_string(walk / shards + 1) +
+           " --shard " + std::to_string(walk % shards) + "/" + std::to_string(shards) + " --depth " +
+           std::to_string(campaign.at("depth").get<std::uint64_t>()) + (campaign.at("swarm").get<bool>() ? "" : " --no-swarm");
+}
+
 const model::PolicyInfo& policy_or_throw(const std::string& name) {
     const model::PolicyInfo* p = model::find_policy(name);
     if (p == nullptr) throw sim::InputError("", "--policy", "unknown policy \"" + name + "\" (known: " + model::policy_names() + ")");
@@ -143,6 +155,7 @@ void register_check(CLI::App& app, Common& common) {
     cmd->add_flag("--json", a->json, "Print the result as JSON");
     cmd->add_flag("--quiet", a->quiet, "No progress line");
     cmd->callback([a, cmd, &common] {
+        catch_interrupt();  // before a checkpoint is read: a stop meanwhile leaves it as it was
         if (!a->resume.empty()) sim::require_input_file(a->resume);  // read first, and maybe written back
         // Every file the run may write is checked before the work.
         const std::string checkpoint_path = !a->checkpoint.empty() ? a->checkpoint
@@ -198,7 +211,6 @@ void register_check(CLI::App& app, Common& common) {
         options.target = a->target;
         options.keep_graph = a->liveness;
         options.stop = &interrupted;
-        catch_interrupt();
         Progress progress(a->quiet, "check " + a->policy);
         options.progress = [&](std::uint64_t states, std::uint32_t depth, double) { progress.update(states, 0, "states, depth " + std::to_string(depth)); };
         sim::ExploreReport r;
@@ -304,6 +316,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_flag("--json", *json, "Print fuzz.json to stdout");
     cmd->add_flag("--quiet", *quiet, "No progress line");
     cmd->callback([=, &common] {
+        catch_interrupt();  // before a fuzz.json's violations are walked again: a stop then ends the run at once
         policy_or_throw(o->policy);
         if (model::find_preset(o->model) == nullptr) {
             std::string names;
@@ -362,8 +375,6 @@ void register_fuzz(CLI::App& app, Common& common) {
         }
         if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         o->stop = &interrupted;
-        catch_interrupt();
-        const std::string model_flag = o->model == "toy" ? "" : " --model " + o->model;
         std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
                      o->policy.c_str(), o->model == "toy" ? "" : (" model=" + o->model).c_str(), shard->c_str(), o->threads);
         Progress progress(*quiet, "fuzz " + o->policy);
@@ -386,6 +397,7 @@ void register_fuzz(CLI::App& app, Common& common) {
             first = !r.violations.empty() && r.violations.front().walk == walk ? &r.violations.front() : &*carried_first;
         }
         if (r.interrupted) {
+            std::fflush(stdout);
             if (out->empty())
                 std::fprintf(stderr, "interrupted after %llu walks; nothing was written (give --out DIR to keep a checkpoint)\n",
                              static_cast<unsigned long long>(walks));
@@ -417,11 +429,9 @@ void register_fuzz(CLI::App& app, Common& common) {
                                 v["invariant"].get<std::string>().c_str());
             }
         }
+        std::fflush(stdout);  // the listing before the reproduce line, also when both go to one file
         if (first != nullptr)
-            std::fprintf(stderr, "reproduce: kvcheck fuzz --policy %s%s --seed %llu --walks %llu --shard %s --depth %u%s\n", o->policy.c_str(),
-                         model_flag.c_str(), static_cast<unsigned long long>(o->seed),
-                         static_cast<unsigned long long>(first->walk / o->shard_count + 1), shard->c_str(), o->depth,
-                         o->swarm ? "" : " --no-swarm");
+            std::fprintf(stderr, "reproduce: %s\n", fuzz_reproduce(j, first->walk).c_str());
         common.exit_code = !j["violations"].empty() ? 1 : r.interrupted ? 130 : 0;
     });
 }
@@ -452,7 +462,22 @@ void register_merge(CLI::App& app, Common& common) {
                          static_cast<unsigned long long>(count));
         if (out->empty()) std::cout << merged.dump(2) << "\n";
         else sim::write_file_atomic(*out, merged.dump(2) + "\n");
-        common.exit_code = merged["violations"].empty() ? 0 : 1;
+        // What fuzz prints of a campaign, for the merged one: on stdout beside --out, else after the
+        // JSON on stderr.
+        std::fflush(stdout);
+        std::FILE* summary = out->empty() ? stderr : stdout;
+        const nlohmann::json& found = merged["violations"];
+        std::fprintf(summary, "merged %zu of %llu shards: walks=%llu steps=%llu violations=%zu\n", merged["shards"].size(),
+                     static_cast<unsigned long long>(count), static_cast<unsigned long long>(merged["walks"].get<std::uint64_t>()),
+                     static_cast<unsigned long long>(merged["steps"].get<std::uint64_t>()), found.size());
+        for (const nlohmann::json& v : found)
+            std::fprintf(summary, "walk %llu violates %s (%zu steps)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
+                         v["invariant"].get<std::string>().c_str(), v["steps"].size());
+        if (!found.empty()) {
+            std::fflush(summary);
+            std::fprintf(stderr, "reproduce: %s\n", fuzz_reproduce(merged, found.front()["walk"].get<std::uint64_t>()).c_str());
+        }
+        common.exit_code = found.empty() ? 0 : 1;
     });
 }
 

@@ -116,6 +116,7 @@ void register_mutants(CLI::App& app, Common& common) {
             if (!validated_said.empty()) score += (score.empty() ? "" : "; ") + validated_said;
             std::printf("mutation score: %s\n", score.c_str());
         }
+        std::fflush(stdout);  // the score before the reproduce lines, also when both go to one file
         for (const std::string& name : failed) {
             char bound[64] = {};
             std::to_chars(bound, bound + sizeof bound - 1, *seconds);  // the shortest form that reads back the same

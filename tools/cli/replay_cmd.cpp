@@ -123,6 +123,7 @@ int run_replay(const ReplayOptions& options) {
     if (options.json) std::cout << replay::summary_json(summary, backend->name()).dump(2) << "\n";
     else print_table(summary, options.backend);
     if (summary.oracle_agrees()) return 0;
+    std::fflush(stdout);  // the table before the reproduce line, also when both go to one file
     for (const replay::ScheduleResult& r : summary.results) {
         if (r.agreement == replay::Agreement::agree) continue;
         std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s\n", std::string(replay::agreement_name(r.agreement)).c_str(),
