@@ -310,11 +310,24 @@ std::string shortest(double value) {
     return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
+// A label value as the text format writes it: backslash, double quote and line feed escaped.
+std::string label_value(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') out += "\\n";
+        else out += c;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     std::ostringstream out;
-    const std::string policy = "policy=\"" + info.policy + "\"";
+    // Every sample names its run, so that the files of a suite's runs can sit side by side in one
+    // textfile collector's folder without two series colliding.
+    const std::string policy = "scenario=\"" + label_value(info.scenario) + "\",policy=\"" + label_value(info.policy) + "\"";
     auto counter = [&](const char* name, const char* help, std::uint64_t value) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " counter\n";
         out << "kvcheck_" << name << "{" << policy << "} " << value << "\n";

@@ -22,6 +22,7 @@
 
 #include "sim/compare_manifest.hpp"
 #include "sim/input_error.hpp"
+#include "sim/metrics.hpp"
 #include "sim/report_html.hpp"
 
 namespace fs = std::filesystem;
@@ -105,7 +106,7 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             ASSERT_NE(space, std::string::npos) << line;
             ASSERT_TRUE(samples.emplace(line.substr(0, space), std::stod(line.substr(space + 1))).second) << "repeated: " << line;
         }
-        const std::string label = "policy=\"" + policy + "\"";
+        const std::string label = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"" + policy + "\"";
         const auto sample = [&](const std::string& name, const std::string& extra = "") {
             const auto it = samples.find("kvcheck_" + name + "{" + label + extra + "}");
             return it == samples.end() ? -1.0 : it->second;
@@ -168,11 +169,11 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
         std::uint64_t reads = 0;
         for (std::size_t b = 0; b < bounds.size(); ++b) {
             if (b < ranges.size()) reads += buckets.at(ranges[b]).get<std::uint64_t>();
-            const std::string line = "kvcheck_request_reuse_ratio_bucket{policy=\"" + policy + "\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
+            const std::string line = "kvcheck_request_reuse_ratio_bucket{scenario=\"quickstart\",policy=\"" + policy + "\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
             EXPECT_NE(prom.find(line), std::string::npos) << line;
         }
         EXPECT_EQ(reads, report["requests"].get<std::uint64_t>());
-        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{policy=\"" + policy + "\"} " + std::to_string(reads) + "\n"), std::string::npos);
+        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy + "\"} " + std::to_string(reads) + "\n"), std::string::npos);
         reports[policy] = report;
     }
     EXPECT_EQ(reports["naive"]["requests_by_reuse_pct"]["0"], reports["naive"]["verdicts"]["full_recompute"]);
@@ -189,6 +190,25 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
     EXPECT_EQ(count(page, "<svg class=\"chart\""), count(html_, "<svg class=\"chart\"") - 6);
     EXPECT_EQ(count(page, "<tr><th>trimmed_tokens</th><td>-</td></tr>"), 2u);
     EXPECT_EQ(count(page, "<tr><th>demotions</th><td>-</td></tr>"), 2u);
+}
+
+// Every metrics.prom sample names its scenario and policy, so a suite's files can share one
+// textfile collector's folder; a name's quote, backslash and line feed are escaped as the text
+// format requires, never cut short or passed through.
+TEST(MetricsProm, EverySampleNamesItsRunWithEscapedValues) {
+    kvcheck::sim::RunInfo info;
+    info.scenario = "say \"hi\" \\ there\nnext";
+    info.policy = "validated";
+    const std::string prom = kvcheck::sim::prometheus_text(info, kvcheck::sim::Metrics{});
+    const std::string run = "{scenario=\"say \\\"hi\\\" \\\\ there\\nnext\",policy=\"validated\"";
+    std::istringstream in(prom);
+    std::size_t samples = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        ++samples;
+        EXPECT_NE(line.find(run), std::string::npos) << line;
+    }
+    EXPECT_GT(samples, 40u);
 }
 
 // The compare page is one well-formed, self-contained document with both policies side by side.

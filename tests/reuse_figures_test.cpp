@@ -128,8 +128,9 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     const nlohmann::json report = nlohmann::json::parse(read_text(out / "report.json"));
     EXPECT_EQ(codes(report), std::vector<std::string>{"no_hits"});
     const std::string prom = read_text(out / "metrics.prom");
-    EXPECT_NE(prom.find("\nkvcheck_warning{policy=\"validated\",code=\"no_hits\"} 1\n"), std::string::npos) << prom;
-    EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{policy=\"validated\",code=\"(nothing_resumed|little_resumed)\"")), false);
+    const std::string run = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"validated\"";
+    EXPECT_NE(prom.find("\nkvcheck_warning{" + run + ",code=\"no_hits\"} 1\n"), std::string::npos) << prom;
+    EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{[^}]*code=\"(nothing_resumed|little_resumed)\"")), false);
     const Outcome quiet = kvcheck({"run", file.string(), "--quiet"});
     EXPECT_EQ(quiet.out.find("warning:"), std::string::npos) << quiet.out;
     // A suite's JUnit case carries the warning as its output, --quiet or not.
