@@ -323,6 +323,14 @@ bool request_enabled(const World& w, const Step& step) {
     return next_request_step(w.requests[step.target]) == step.kind;
 }
 
+// Whether a request that has revalidated its plan, and reads next, holds a pin on segment `id`.
+bool read_pending_on(const World& w, std::uint32_t id) {
+    return std::any_of(w.requests.begin(), w.requests.end(), [id](const Request& q) {
+        return (q.phase == Phase::revalidated || q.phase == Phase::allocated) &&
+               std::find(q.pinned.begin(), q.pinned.end(), id) != q.pinned.end();
+    });
+}
+
 bool segment_enabled(const World& w, const Step& step) {
     if (step.target >= w.segments.size()) return false;
     const Segment& s = w.segments[step.target];
@@ -333,7 +341,12 @@ bool segment_enabled(const World& w, const Step& step) {
             // The cheap tests first: the offloader asks this of every segment it walks past.
             return s.stage == Stage::ready && s.disk == kNone && is_evictable(w, s) && tier_has_room(w, w.bytes_of(s));
         case StepKind::interrupt_eviction: return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
-        case StepKind::skew_index: return s.stage == Stage::ready && s.form == Form::indexer_state && s.slot != kNone;
+        // What a request revalidated stays as it was until its read (RL3): the index does not
+        // skew under a read in flight (a pinned entry not yet revalidated may skew; revalidation
+        // then sees it).
+        case StepKind::skew_index:
+            return s.stage == Stage::ready && s.form == Form::indexer_state && s.slot != kNone &&
+                   (s.pins == 0 || !read_pending_on(w, step.target));
         case StepKind::migrate: return is_evictable(w, s) && s.stage == Stage::ready;
         case StepKind::lose_block:
             return is_evictable(w, s) && s.form == Form::compressed_kv && s.whole && s.stage == Stage::ready;

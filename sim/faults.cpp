@@ -65,7 +65,7 @@ std::vector<std::string> FaultInjector::unfired() const {
             out.emplace_back(t.entry, name(t.entry, t.spec.fault, when));
         }
     for (const Aimed& a : aimed_) {
-        if (a.left != a.count) continue;
+        if (a.acted) continue;
         const FaultClass fault = a.slot == kTimeoutSlot ? FaultClass::F2 : static_cast<FaultClass>(a.slot);
         out.emplace_back(a.entry, name(a.entry, fault, "at_request " + std::to_string(a.uid)));
     }
@@ -87,11 +87,14 @@ std::vector<std::uint32_t> FaultInjector::due_by_event(std::uint64_t events) con
 std::optional<FaultAction> FaultInjector::aimed_at(std::size_t slot, std::uint32_t request) {
     if (request == kNone) return std::nullopt;
     const std::uint32_t uid = world_.requests[request].spec->uid;
-    for (Aimed& a : aimed_)
+    for (std::uint32_t i = 0; i < aimed_.size(); ++i) {
+        Aimed& a = aimed_[i];
         if (a.slot == slot && a.uid == uid && a.left > 0) {
             --a.left;
+            held_ = Held{true, i};
             return a.action;
         }
+    }
     return std::nullopt;
 }
 
@@ -111,14 +114,33 @@ FaultAction FaultInjector::rate_action(std::size_t slot) {
 
 // roll() when firings are aimed or armed: those first, else the rate.
 std::optional<FaultAction> FaultInjector::roll_held(std::size_t slot, std::uint32_t request) {
-    if (const std::optional<FaultAction> aimed = aimed_at(slot, request)) return aimed;
-    if (!armed_[slot].empty()) {
-        const auto [action, timed] = armed_[slot].front();
+    held_.reset();
+    std::optional<FaultAction> action = aimed_at(slot, request);
+    if (!action && !armed_[slot].empty()) {
+        const auto [armed, timed] = armed_[slot].front();
         armed_[slot].erase(armed_[slot].begin());
-        scheduled_[timed].acted = true;
-        return action;
+        held_ = Held{false, timed};
+        action = armed;
     }
-    return roll_rate(slot);
+    if (!action) return roll_rate(slot);
+    // A transfer's outcome (F2, F4, F9) always takes effect; the other classes act through a step.
+    const bool transfer = slot == kTimeoutSlot || slot == static_cast<std::size_t>(FaultClass::F2) ||
+                          slot == static_cast<std::size_t>(FaultClass::F4) || slot == static_cast<std::size_t>(FaultClass::F9);
+    if (transfer) mark_held();
+    return action;
+}
+
+void FaultInjector::mark_held() {
+    if (held_) (held_->aimed ? aimed_[held_->index].acted : scheduled_[held_->index].acted) = true;
+    held_.reset();
+}
+
+FaultInjector::Inject FaultInjector::acting(const Inject& inject) {
+    return [this, &inject](const Step& step, FaultClass fault) {
+        if (!inject(step, fault)) return false;
+        mark_held();
+        return true;
+    };
 }
 
 // The least (or with `hottest`, the most) recently used segment of `form` the fault can still
@@ -206,18 +228,19 @@ void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
         const std::optional<FaultAction> action = roll(f, request);
         if (!action) continue;
         const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
-        aim(f, *action, preview.plan, inject);
+        aim(f, *action, preview.plan, acting(inject));
     }
-    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request)) global(FaultClass::F5, *action, FaultTarget::coldest, kNone, inject);
+    if (const std::optional<FaultAction> action = roll(FaultClass::F5, request))
+        global(FaultClass::F5, *action, FaultTarget::coldest, kNone, acting(inject));
 }
 
 void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {
     for (FaultClass f : {FaultClass::F6, FaultClass::F7})
-        if (const std::optional<FaultAction> action = roll(f, request)) aim(f, *action, world_.requests[request].plan, inject);
+        if (const std::optional<FaultAction> action = roll(f, request)) aim(f, *action, world_.requests[request].plan, acting(inject));
 }
 
 void FaultInjector::after_decode(std::uint32_t request, const Inject& inject) {
-    if (const std::optional<FaultAction> action = roll(FaultClass::F10, request)) under_graph(request, *action, inject);
+    if (const std::optional<FaultAction> action = roll(FaultClass::F10, request)) under_graph(request, *action, acting(inject));
 }
 
 // F10: the first segment a live captured graph references that the action can act on, `request`'s

@@ -55,6 +55,7 @@ private:
     // random stream alone). Inline for the usual case, a rate alone: it runs at every transfer.
     std::optional<FaultAction> roll(std::size_t slot, std::uint32_t request) {
         if (!aimed_.empty() || !armed_[slot].empty()) return roll_held(slot, request);
+        held_.reset();
         return roll_rate(slot);
     }
     std::optional<FaultAction> roll_rate(std::size_t slot) {
@@ -62,6 +63,10 @@ private:
         return rate_mixed_[slot] ? rate_action(slot) : rate_entries_[slot].front().second;
     }
     std::optional<FaultAction> roll_held(std::size_t slot, std::uint32_t request);
+    // `inject`, and when it applies a step, the entry whose aimed or armed firing the last roll
+    // returned has acted (a firing that finds nothing to act on leaves its entry unfired).
+    Inject acting(const Inject& inject);
+    void mark_held();
     std::uint64_t roll_timeout(const model::IoOp& op);
     std::optional<FaultAction> aimed_at(std::size_t slot, std::uint32_t request);
     FaultAction rate_action(std::size_t slot);
@@ -88,7 +93,7 @@ private:
         FaultSpec spec;
         std::uint32_t left;
         std::uint32_t entry;  // its index in the scenario's faults
-        bool acted = false;   // a firing acted, or reached the opportunity it was armed for
+        bool acted = false;   // a firing applied its step
     };
     std::vector<Timed> scheduled_;
     std::unordered_set<std::uint64_t> damaged_;  // (segment id, epoch) each scheduled firing left behind
@@ -99,8 +104,16 @@ private:
         std::uint32_t left;
         std::uint32_t count;
         std::uint32_t entry;
+        bool acted = false;  // a firing applied its step
     };
     std::vector<Aimed> aimed_;  // firings that wait for one request's opportunities
+    // The aimed (index in aimed_) or armed (index in scheduled_) firing the last roll returned,
+    // until a step of it applies.
+    struct Held {
+        bool aimed;
+        std::uint32_t index;
+    };
+    std::optional<Held> held_;
 };
 
 }  // namespace kvcheck::sim

@@ -197,8 +197,9 @@ std::vector<RunWarning> run_warnings(const Metrics& m) {
                                             "; an entry aimed at a request fires only at that request's opportunities of its class "
                                             "(there are " + std::to_string(m.requests) + " requests, numbered from 0), one at an event "
                                             "count only if the run gets that far (" + counted(m.events, "event") +
-                                            "), an armed one (F2, F4, F6-F9) only at a later opportunity of its class, and one "
-                                            "acting at once (F1, F3, F5, F10, F11) only on a segment it can damage"});
+                                            "), an armed one (F2, F4, F6-F9) only at a later opportunity of its class, and each acts "
+                                            "only on something it can change there (F1, F3, F6-F8, F10, F11: a segment that no "
+                                            "reader has pinned; F5: a moment without a read in flight)"});
     }
     if (m.lookups < 2 || m.resume_grain_tokens == 0) return out;  // one request, or a steps-mode run
     if (m.hits == 0) {

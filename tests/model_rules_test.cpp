@@ -291,6 +291,29 @@ TEST(RedLines, Rl3PinnedHitsAreNotEvictable) {
     }
 }
 
+// RL3 under F3: an indexer entry a request has pinned but not yet revalidated may skew, and
+// revalidation catches it; once the request has revalidated, the entry does not skew until its
+// read (a skew there would be read as validated, which no defence could see).
+TEST(RedLines, Rl3NoIndexSkewUnderARevalidatedRead) {
+    Pair p = finished_then_extended("validated", 64);
+    lookup_step(p.w, p.b);
+    ok(p.w, StepKind::pin, p.b);
+    std::uint32_t index = kNone;
+    for (const PlanEntry& e : p.w.requests[p.b].plan)
+        if (e.form == Form::indexer_state && e.segment != kNone) index = e.segment;
+    ASSERT_NE(index, kNone);
+    const Step skew{StepKind::skew_index, index, 0};
+    ASSERT_TRUE(enabled(p.w, skew)) << "pinned, not yet revalidated";
+    World skewed = p.w;
+    ok(skewed, StepKind::skew_index, index);
+    EXPECT_TRUE(ok(skewed, StepKind::revalidate, p.b).stale_revalidation);
+    ok(p.w, StepKind::revalidate, p.b);
+    EXPECT_FALSE(enabled(p.w, skew)) << "revalidated: its read comes next";
+    ok(p.w, StepKind::allocate, p.b);
+    EXPECT_FALSE(enabled(p.w, skew));
+    EXPECT_TRUE(take(p.w, StepKind::read, p.b).violations.empty());
+}
+
 // RL4: commit captures a decode graph over the working set of a request that decodes (and none
 // for a request without output); validated never offers graph-referenced segments to the
 // evictor, and SWA slides recapture so released blocks leave the graph.

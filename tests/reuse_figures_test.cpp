@@ -294,7 +294,7 @@ TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
     EXPECT_GE(departures, admissions);
 
     const std::string prom = read_text(out / "metrics.prom");
-    const std::regex line(R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{policy="validated",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
+    const std::regex line(R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{scenario="[^"]*",policy="validated",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
     std::map<std::string, std::uint64_t> last_bucket, count, inf;
     std::istringstream lines(prom);
     for (std::string l; std::getline(lines, l);) {

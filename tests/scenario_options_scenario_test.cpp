@@ -151,6 +151,49 @@ TEST(FaultTargets, EntriesThatNeverFiredAreWarnedOf) {
     for (const auto& w : fired["warnings"]) EXPECT_NE(w["code"], "fault_unfired") << w.dump();
 }
 
+// Proves: an index skew (F3) never lands between a reader's revalidation and its read, and a
+// firing that finds nothing to act on leaves its entry unfired. deepseek-v32, no validate gap,
+// requests of one 512-token prompt at 0 and 2979 ms: F3 aimed at request 5 comes while request 1
+// has revalidated the prompt's only indexer entry and not yet read it. validated stays clean
+// (it read the skewed index as validated before: RL3_toctou), and the entry is warned of. So is
+// an F8 armed five times by an event count whose opportunities plan no window block it may expire.
+TEST(FaultTargets, NoIndexSkewUnderARevalidatedReadAndFiringsWithoutTargetAreUnfired) {
+    const nlohmann::json prompt = {{"blocks", {0}}, {"input_tokens", 512}, {"output_tokens", 0}};
+    nlohmann::json requests = nlohmann::json::array();
+    for (const int at : {0, 2979, 0, 2979, 2979, 0}) {
+        nlohmann::json r = prompt;
+        r["at_ms"] = at;
+        requests.push_back(r);
+    }
+    const nlohmann::json doc = {{"model", "deepseek-v32"},
+                                {"workload", {{"requests", requests}}},
+                                {"compute", {{"validate_gap_us", 0}}},
+                                {"faults", {{{"fault", "F3"}, {"at_request", 5}}}}};
+    const fs::path file = scratch("f3-under-read") / "scenario.json";
+    write_text(file, doc.dump());
+    const nlohmann::json report = policy_report(file, "validated");
+    EXPECT_EQ(report["silent_corruptions"].get<int>(), 0) << report["first_violations"];
+    EXPECT_TRUE(report["first_violations"].empty()) << report["first_violations"];
+    EXPECT_EQ(report["faults_injected"].value("F3", 0), 0);
+    ASSERT_EQ(report["warnings"].size(), 1u) << report["warnings"];
+    EXPECT_TRUE(report["warnings"][0]["message"].get<std::string>().starts_with("1 fault entry never acted: /faults/0 (F3 at_request 5);"))
+        << report["warnings"];
+
+    const fs::path source = kSourceDir / "scenarios" / "preset-gpt-oss-120b.json";
+    nlohmann::json f8 = read_json(source);
+    f8.erase("expect");
+    f8["workload"] = {{"trace", (kSourceDir / "traces/synth/conversation-small.jsonl").string()}, {"format", "mooncake"}, {"limit", 20}};
+    f8["faults"] = {{{"fault", "F8"}, {"at_event", 10}, {"count", 5}}};
+    const fs::path f8_file = scratch("f8-no-target") / "scenario.json";
+    write_text(f8_file, f8.dump());
+    const nlohmann::json armed = policy_report(f8_file, "validated");
+    EXPECT_EQ(armed["faults_injected"].value("F8", 0), 0);
+    std::string unfired;
+    for (const auto& w : armed["warnings"])
+        if (w["code"] == "fault_unfired") unfired = w["message"];
+    EXPECT_TRUE(unfired.starts_with("1 fault entry never acted: /faults/0 (F8 at_event 10);")) << armed["warnings"];
+}
+
 // Proves: an expectation on a count the run never made (a fault class it never injected, an
 // eviction cause it never met) judges it as 0, where "found none" used to fail every bound.
 TEST(Expectations, CountsARunNeverMadeAreZero) {
