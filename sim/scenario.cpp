@@ -480,6 +480,12 @@ std::string_view fault_name(FaultClass fault) {
 
 std::string_view fault_summary(FaultClass fault) { return kFaultSummaries[static_cast<std::size_t>(fault)]; }
 
+bool faults_can_act(const Scenario& scenario) {
+    Problems problems;
+    check_faults_can_act(scenario, problems);
+    return problems.list.empty();
+}
+
 Override parse_override(const std::string& text) {
     const std::size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || text[0] != '/')

@@ -139,6 +139,10 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 // The scenario's JSON as it was read: its file with its overrides applied.
 nlohmann::json scenario_document(const Scenario& scenario);
 
+// Whether every fault entry and tier failure rate of a loaded (or edited) workload scenario can
+// act: the check the loader makes last. A shrunk counterexample must pass it to load again.
+bool faults_can_act(const Scenario& scenario);
+
 // Every problem in the file, for `kvcheck validate`; empty when it is valid.
 std::vector<InputError> validate_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 

@@ -49,13 +49,16 @@ public:
         return keep_[i] && !(f.at_request && *f.at_request >= requests * base_.samples);
     }
 
+    // A candidate the loader would refuse (an F2 entry or a tier failure rate left without the
+    // offloading fault that gave it transfers) is no counterexample, whatever it violates.
     bool fails(const std::vector<TraceRecord>& requests) {
-        ++runs_;
         Scenario candidate = base_;
         candidate.requests = requests;
         candidate.faults.clear();
         for (std::size_t i = 0; i < base_.faults.size(); ++i)
             if (fault_applies(i, requests.size())) candidate.faults.push_back(base_.faults[i]);
+        if (!faults_can_act(candidate)) return false;
+        ++runs_;
         RunOptions options;
         options.policy = policy_;
         options.seed = seed_;

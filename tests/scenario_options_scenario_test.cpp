@@ -280,6 +280,29 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     EXPECT_FALSE(fs::exists(out / "counterexample.json"));
 }
 
+// Proves: the shrinker keeps a fault entry that other settings need in order to load: an F6
+// offload is the only source of transfers at offload_watermark 1, so dropping it would leave the
+// disk's failure_ppm refused ("a tier failure can never happen here") and the run, which found a
+// violation, exiting 2 on its own counterexample. The written file loads and fails again.
+TEST(Counterexample, KeepsTheFaultThatOtherSettingsNeedToLoad) {
+    const nlohmann::json doc = {{"model", "toy"},
+                                {"policy", "naive"},
+                                {"workload", {{"trace", (kSourceDir / "traces/synth/toy.jsonl").string()}, {"format", "jsonl"},
+                                              {"block_size", 16}, {"limit", 20}}},
+                                {"storage", {{"gpu_budget_bytes", 64000000}, {"offload_watermark", 1}, {"disk", {{"failure_ppm", 1000}}}}},
+                                {"faults", {{{"fault", "F6"}, {"at_ms", 1000}, {"action", "offload"}}}}};
+    const fs::path file = scratch("shrunk-keeps-offload") / "scenario.json";
+    write_text(file, doc.dump());
+    const fs::path out = scratch("shrunk-keeps-offload-out");
+    const Outcome o = kvcheck({"run", file.string(), "--out", out.string(), "--quiet"});
+    ASSERT_EQ(o.code, 1) << o.all();
+    ASSERT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
+    const nlohmann::json shrunk = read_json(out / "counterexample.json");
+    ASSERT_EQ(shrunk["faults"].size(), 1u) << shrunk.dump();
+    EXPECT_EQ(shrunk["faults"][0]["action"], "offload");
+    EXPECT_EQ(kvcheck({"run", (out / "counterexample.json").string(), "--quiet"}).code, 1);
+}
+
 // Proves: the counterexample of a run with sampled answers keeps `workload.samples` (and the
 // sessions setting), without which the shrunk requests no longer fork and the shrinker's own
 // check of the written file used to fail: no counterexample was ever written for such a run.
