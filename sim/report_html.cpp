@@ -158,7 +158,11 @@ struct Scales {
     std::set<std::pair<std::string, std::string>> eviction_causes;  // (form, cause) of "evictions_by_cause" in any column
     std::set<std::string> faults;
     std::set<std::string> memory;
+    std::vector<std::string> workload_counts;  // of kWorkloadCounts, those some column's run has
 };
+
+// Figures a report has only when its workload forks samples or runs sessions.
+constexpr const char* kWorkloadCounts[] = {"samples_forked", "sessions.turns", "sessions.waited"};
 
 Scales scales_of(const std::vector<NamedReport>& reports) {
     Scales s;
@@ -196,6 +200,9 @@ Scales scales_of(const std::vector<NamedReport>& reports) {
                 for (const auto& [form, count] : counts.items()) s.eviction_causes.insert({form, cause});
         for (const auto& [name, count] : r["faults_injected"].items()) s.faults.insert(name);
         for (const auto& [name, count] : r["memory_bytes"].items()) s.memory.insert(name);
+        for (const char* key : kWorkloadCounts)
+            if (report_value(r, key) && std::find(s.workload_counts.begin(), s.workload_counts.end(), key) == s.workload_counts.end())
+                s.workload_counts.push_back(key);
         for (const auto& [name, count] : r["invariant_violations"].items()) {
             s.invariants.insert(name);
             s.violations_max = std::max(s.violations_max, count.get<double>());
@@ -399,10 +406,12 @@ std::string cell_counters(const NamedReport& nr, const Scales& s) {
     const auto row = [&](const std::string& label, const std::string& value) {
         out += "<tr><th>" + svg::escape(label) + "</th><td>" + svg::escape(value) + "</td></tr>";
     };
-    for (const char* key : {"requests", "lookups", "hits", "prompt_tokens", "hit_tokens", "reused_tokens", "recomputed_tokens",
+    for (const char* key : {"requests", "lookups", "hits", "post_hit_fallbacks", "prompt_tokens", "hit_tokens", "reused_tokens", "recomputed_tokens",
                             "trimmed_tokens", "resume_grain_tokens", "computed_tokens", "stale_revalidations", "admission_refusals",
                             "graph_recaptures", "offloads", "demotions", "loads", "load_failures", "load_waits_stopped", "requests_failed", "events"})
         row(key, r.contains(key) ? svg::format_value(number(r, key), Unit::count) : "-");  // "-": a figure newer than the report
+    // A run without sessions (or samples) beside one with them took no turns (forked nothing).
+    for (const std::string& key : s.workload_counts) row(key, svg::format_value(report_value(r, key) ? number(r, key) : 0.0, Unit::count));
     // The union of every column's keys, so the rows line up across columns.
     for (const std::string& name : s.evictions) row("evictions " + name, svg::format_value(r["evictions"].value(name, 0.0), Unit::count));
     for (const std::string& name : s.evictions)

@@ -211,6 +211,26 @@ TEST(MetricsProm, EverySampleNamesItsRunWithEscapedValues) {
     EXPECT_GT(samples, 40u);
 }
 
+// The Counters table shows every count of the report: post-hit fallbacks beside the rate, and the
+// workload's own counts (sampled answers forked, session turns and waits) in a row for each that
+// any column has, 0 in a column whose run had none.
+TEST_F(ReportTest, CountersShowFallbacksAndWorkloadCounts) {
+    EXPECT_EQ(count(html_, "<tr><th>post_hit_fallbacks</th>"), 2u);
+    EXPECT_EQ(count(html_, "<tr><th>sessions.turns</th>"), 0u) << "no column ran sessions";
+    std::vector<kvcheck::sim::NamedReport> reports = kvcheck::sim::load_run_reports(compare_);
+    ASSERT_EQ(reports.size(), 2u);
+    reports[1].report["sessions"] = {{"turns", 108}, {"waited", 45}};
+    reports[1].report["samples_forked"] = 1200;
+    const std::string page = kvcheck::sim::report_html(reports);
+    const std::string fallbacks =
+        kvcheck::sim::svg::format_value(reports[0].report["post_hit_fallbacks"].get<double>(), kvcheck::sim::svg::Unit::count);
+    EXPECT_EQ(count(page, "<tr><th>post_hit_fallbacks</th><td>" + fallbacks + "</td></tr>"), 1u) << fallbacks;
+    EXPECT_EQ(count(page, "<tr><th>sessions.turns</th><td>108</td></tr>"), 1u);
+    EXPECT_EQ(count(page, "<tr><th>sessions.waited</th><td>45</td></tr>"), 1u);
+    EXPECT_EQ(count(page, "<tr><th>samples_forked</th><td>1,200</td></tr>"), 1u);
+    EXPECT_EQ(count(page, "<tr><th>sessions.turns</th><td>0</td></tr>"), 1u);
+}
+
 // The compare page is one well-formed, self-contained document with both policies side by side.
 TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
     ASSERT_FALSE(html_.empty());
