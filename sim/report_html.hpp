@@ -5,22 +5,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "sim/run_folders.hpp"
 
 namespace kvcheck::sim {
-
-struct NamedReport {
-    std::string name;  // the column title: the subfolder's name, or the policy of a single run
-    nlohmann::json report;
-    std::string file;  // the report.json it was read from
-};
-
-// Reads RUN_DIR/report.json, or else RUN_DIR/*/report.json: in the order of the compare manifest
-// RUN_DIR/compare.json when there is one (sim/compare_manifest.hpp; subfolders it does not name
-// follow by name), else in folder-name order. A missing folder, no report, broken JSON, a report
-// of another shape, a malformed manifest or one naming a folder without report.json throws
-// InputError (file and JSON pointer).
-std::vector<NamedReport> load_run_reports(const std::string& run_dir);
 
 // The page. Deterministic: the same reports give the same bytes.
 std::string report_html(const std::vector<NamedReport>& reports);

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/compare_manifest.hpp"
+#include "sim/run_folders.hpp"
 #include "sim/input_error.hpp"
 #include "sim/metrics.hpp"
 #include "sim/report_html.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/compare_manifest.hpp"
+#include "sim/run_folders.hpp"
 #include "sim/engine.hpp"
 #include "sim/expect.hpp"
 #include "sim/files.hpp"
