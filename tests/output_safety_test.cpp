@@ -166,6 +166,30 @@ TEST_F(OutputSafety, MergeReportsTheViolationsAndHowToReproduceThem) {
     EXPECT_NE(reproduced.output.find(listed), std::string::npos) << again << "\n" << reproduced.output;
 }
 
+// Proves: a merge of a campaign that did not finish (a shard missing, a shard interrupted) exits
+// 130, as fuzz does for an interrupted shard, so a CI merge job does not pass on part of the
+// walks; the whole clean campaign exits 0.
+TEST_F(OutputSafety, MergeOfAnUnfinishedCampaignIsNotClean) {
+    for (const char* shard : {"0", "1"})
+        ASSERT_EQ(kvcheck(std::string("fuzz --seed 5 --walks 20 --quiet --shard ") + shard + "/2 --out " + at(std::string("s") + shard)).code, 0);
+    const Cli whole = kvcheck("merge " + at("s0/fuzz.json") + " " + at("s1/fuzz.json") + " --out " + at("whole.json"));
+    EXPECT_EQ(whole.code, 0) << whole.output;
+    const Cli missing = kvcheck("merge " + at("s0/fuzz.json") + " --out " + at("missing.json"));
+    EXPECT_EQ(missing.code, 130) << missing.output;
+    EXPECT_NE(missing.output.find("1 of 2 shards merged"), std::string::npos) << missing.output;
+    // Shard 1 as a signal after its first five walks (1, 3, 5, 7, 9) would have left it.
+    nlohmann::json part = nlohmann::json::parse(slurp(at("s1/fuzz.json")));
+    part["interrupted"] = true;
+    part["next_walk"] = 11;
+    part["walks"] = 5;
+    part["steps"] = 5;
+    fs::create_directories(at("cut"));
+    std::ofstream(at("cut/fuzz.json")) << part.dump(2) << "\n";
+    const Cli cut = kvcheck("merge " + at("s0/fuzz.json") + " " + at("cut/fuzz.json") + " --out " + at("cut.json"));
+    EXPECT_EQ(cut.code, 130) << cut.output;
+    EXPECT_NE(cut.output.find("was interrupted after walk"), std::string::npos) << cut.output;
+}
+
 // Proves: a campaign over a preset's swarm scopes prints a reproduce line that names the preset,
 // and running that line finds the same walk and invariant.
 TEST_F(OutputSafety, FuzzReproduceLineNamesTheModel) {
