@@ -39,7 +39,7 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
         if (slot == kTimeoutSlot) timeouts_ = true;
         if (f.timeout_us) timeout_ns_ = *f.timeout_us * 1000;
         if (f.at_ns || f.at_event) scheduled_.push_back({f, f.count, entry, false});
-        if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count, f.count, entry});
+        if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count, entry});
     }
     for (std::size_t k = 0; k < rate_entries_.size(); ++k)
         for (const auto& entry : rate_entries_[k]) rate_mixed_[k] = rate_mixed_[k] || entry.second != rate_entries_[k].front().second;

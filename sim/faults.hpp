@@ -102,7 +102,6 @@ private:
         std::size_t slot;
         FaultAction action;
         std::uint32_t left;
-        std::uint32_t count;
         std::uint32_t entry;
         bool acted = false;  // a firing applied its step
     };
