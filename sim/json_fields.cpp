@@ -225,6 +225,10 @@ std::string DuplicateKeys::pointer() const {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+    // nlohmann takes a NUL byte for the end of the input, so a file that holds one after a whole
+    // value would parse as that value alone: name the byte instead.
+    if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+        throw InputError(file, line_column(text, nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
     try {
         DuplicateKeys duplicates;
         nlohmann::json value = nlohmann::json::parse(text, std::ref(duplicates));
@@ -232,9 +236,6 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
             throw InputError(file, duplicates.duplicate(), "duplicate key; each key may appear once in an object");
         return value;
     } catch (const nlohmann::json::parse_error& e) {
-        // nlohmann takes a NUL byte for the end of the input and says so; name the byte instead.
-        if (const std::size_t nul = text.find('\0'); nul < e.byte)
-            throw InputError(file, line_column(text, nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
         std::string what = e.what();
         const std::size_t cut = what.find(": ");
         if (cut != std::string::npos) what = what.substr(cut + 2);

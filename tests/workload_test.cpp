@@ -256,6 +256,26 @@ TEST_F(Workload, SynthNeverWritesAnEmptyPrompt) {
     for (const TraceRecord& r : records) ASSERT_GE(r.input_tokens, 1u) << "line " << r.line;
 }
 
+
+// Proves: a synthetic trace never spans more than a reader accepts (10^9 s): with a source whose
+// one gap is that long, the third request is refused with the option to change, where the clock
+// used to run past the bound and then wrap, writing a trace that went back in time (exit 0).
+TEST_F(Workload, SynthRefusesToSpanMoreThanAReaderAccepts) {
+    const std::string far = write("far.jsonl", R"({"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]})" "\n"
+                                               R"({"timestamp": 1000000000000, "input_length": 5, "output_length": 1, "hash_ids": [2]})" "\n");
+    const TraceStats fitted = compute_trace_stats(far, TraceOptions{});
+    const std::string out = (dir_ / "far-out.jsonl").string();
+    try {
+        synthesize(fitted, 3, 30, out);
+        FAIL() << "a synthetic trace past 10^9 s was written";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.place(), "--requests");
+        EXPECT_NE(e.message().find("would arrive more than 1000000000 s after the first"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(out)) << "a refused synthesis leaves no file";
+    synthesize(fitted, 3, 2, out);  // two requests fit: one gap of at most the bound
+    EXPECT_EQ(read_all(out, TraceOptions{}).size(), 2u);
+}
 // Proves: on the full conversation trace the synthesizer reproduces its reuse ratio closely.
 TEST_F(Workload, SynthMatchesConversationTrace) {
     const std::string conversation = real_trace("mooncake/conversation_trace.jsonl");

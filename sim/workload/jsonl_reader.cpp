@@ -118,6 +118,10 @@ private:
     void parse_line(TraceRecord& out) {
         const std::string& text = lines_.text();
         check_utf8();
+        // nlohmann takes a NUL byte for the end of the input, so a line that holds one after a
+        // whole object would parse as that object alone: name the byte instead.
+        if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+            throw InputError(path(), place(nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
         if (detail::parse_flat_trace_line(text, !mooncake_, flat_)) {
             take_flat_line(out);
             return;
@@ -127,9 +131,6 @@ private:
         try {
             object = json::parse(text, std::ref(duplicates));
         } catch (const json::parse_error& error) {
-            // nlohmann takes a NUL byte for the end of the input and says so; name the byte instead.
-            if (const std::size_t nul = text.find('\0'); nul < error.byte)
-                throw InputError(path(), place(nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
             throw InputError(path(), place(error_token_start(text, error)), "invalid JSON: " + parse_error_reason(error));
         } catch (const json::out_of_range& error) {
             const std::size_t at = overflow_token_start(text, error);

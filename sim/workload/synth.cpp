@@ -4,6 +4,9 @@
 #include "sim/workload/synth.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "sim/input_error.hpp"
 
 namespace kvcheck::sim {
 
@@ -105,7 +108,17 @@ std::uint32_t TraceSynthesizer::scaled_output(std::uint64_t source_tokens) const
 }
 
 void TraceSynthesizer::next(TraceRecord& out) {
-    if (produced_ > 0) clock_ns_ += gap_ns_.sample(rng_);
+    if (produced_ > 0) {
+        const std::uint64_t gap = gap_ns_.sample(rng_);
+        // Past the readers' bound the trace could not be read back (and the clock would wrap).
+        if (gap > kArrivalMaxNs - clock_ns_)
+            throw InputError("", "--requests",
+                             "request " + std::to_string(produced_ + 1) + " of the synthetic trace would arrive more than " +
+                                 std::to_string(kArrivalMaxNs / 1'000'000'000) +
+                                 " s after the first (the most a trace may span), drawing the source's arrival gaps; "
+                                 "expected fewer requests or a source with shorter gaps");
+        clock_ns_ += gap;
+    }
     const std::uint64_t pick = rng_.below(weight_fresh_ + weight_continuing_ + weight_branching_);
     const Recent* parent = nullptr;
     std::uint64_t shared_blocks = 0;

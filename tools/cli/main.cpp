@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <iostream>
 #include <malloc.h>
 #include <regex>
 #include <string>
@@ -136,6 +137,12 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "kvcheck: %s\n", e.what());
+        return 2;
+    }
+    // Whatever a command printed must have reached stdout (a full disk, a closed descriptor).
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+        std::fprintf(stderr, "kvcheck: %s\n", kvcheck::sim::InputError("<stdout>", "", "write failed").what());
         return 2;
     }
     return common.exit_code;
