@@ -179,6 +179,26 @@ TEST_F(Workload, StatsOfHandMadeTrace) {
 }
 
 // Proves: the public conversation trace has the figures its README states (12,031 requests,
+
+// Proves: the printed p50 and p99 are nearest-rank (rank ceil(p * n)), where they took the value
+// one rank above it, and above 15 they are a bucket's upper bound, at most 12.5 % high.
+TEST(LogHistogramQuantile, NearestRankFromTheBuckets) {
+    LogHistogram four;
+    for (std::uint64_t v : {1, 2, 3, 4}) four.add(v);
+    EXPECT_EQ(four.quantile(0.5), 2u);
+    EXPECT_EQ(four.quantile(0.99), 4u);
+    LogHistogram tail;
+    for (int i = 0; i < 99; ++i) tail.add(1);
+    tail.add(7);
+    EXPECT_EQ(tail.quantile(0.99), 1u);
+    EXPECT_EQ(tail.quantile(1.0), 7u);
+    LogHistogram wide;
+    for (std::uint64_t v = 1; v <= 1000; ++v) wide.add(v);
+    const std::uint64_t p50 = wide.quantile(0.5);
+    EXPECT_GE(p50, 500u);
+    EXPECT_LE(static_cast<double>(p50), 500 * 1.125);
+    EXPECT_EQ(wide.quantile(0.999), 1000u);  // clamped to the largest value
+}
 // 36.6% block reuse), and the Azure files read in full.
 TEST_F(Workload, RealTraceFigures) {
     const std::string conversation = real_trace("mooncake/conversation_trace.jsonl");

@@ -93,7 +93,7 @@ private:
         const std::string_view generated = line.substr(starts[2]);
         const std::optional<std::uint64_t> absolute_ns = parse_wall_clock_ns(stamp);
         if (!absolute_ns)
-            throw InputError(path(), place(0), "expected a TIMESTAMP like 2023-11-16 18:17:03.9799600, got \"" +
+            throw InputError(path(), place(0), "expected a TIMESTAMP like 2023-11-16 18:17:03.9799600 (years 1970 to 2500), got \"" +
                                                    shortened(std::string(stamp)) + "\"");
         out.input_tokens = unsigned_column(context, starts[1], "ContextTokens", kInputTokensMax);
         if (out.input_tokens == 0) throw InputError(path(), place(starts[1]), "expected ContextTokens at least 1, got 0");

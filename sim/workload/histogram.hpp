@@ -22,7 +22,8 @@ public:
     // How many recorded values share the bucket of `value` (0 when none).
     std::uint64_t bucket_count(std::uint64_t value) const { return counts_[bucket_of(value)]; }
 
-    // The value below which about `fraction` of the samples lie (a bucket bound, so within 12.5%).
+    // The nearest-rank quantile read from the buckets: the upper bound of the bucket that holds the
+    // value at rank ceil(fraction * count), clamped to [min, max]; exact below 16, at most 12.5% high above.
     std::uint64_t quantile(double fraction) const;
 
     struct Bucket {

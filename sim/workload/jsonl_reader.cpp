@@ -60,9 +60,21 @@ std::size_t error_token_start(const std::string& text, const json::parse_error& 
             const std::size_t quote = text.rfind('"', end - 2);
             if (quote != std::string::npos) return quote;
         }
+        // Nor for a number after a number ("0600" lexes as 0, then 600): step back to its start.
+        std::size_t start = end;
+        while (start > 0 && std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) --start;
+        if (start < end) return start;
         return end == 0 ? 0 : end - 1;
     }
     std::string token = what.substr(open + 12, close - open - 12);
+    // After a key nlohmann's "last read" runs from the key over the colon to the bad literal
+    // ('"timestamp": I'): the bad token is what follows the key's closing quote.
+    if (!token.empty() && token.front() == '"') {
+        std::size_t i = 1;
+        while (i < token.size() && token[i] != '"') i += token[i] == '\\' ? 2 : 1;
+        const std::size_t rest = token.find_first_not_of(" \t:", i + 1);
+        if (i < token.size() && rest != std::string::npos) token.erase(0, rest);
+    }
     // After a complete value nlohmann's "last read" can run from it over blanks to the bad byte
     // ('1]}   g'); outside a string literal the bad token is what follows the last blank.
     if (const std::size_t blank = token.find_last_of(" \t"); blank != std::string::npos && token.front() != '"')
@@ -198,6 +210,18 @@ private:
         return start == std::string::npos ? open : start;
     }
 
+    // A value for a message as the line writes it when it is a number: nlohmann holds a literal
+    // past 64 bits as a double, which would print as 1.8446744073709552e+19.
+    std::string shown_at(std::size_t at, const json& value) const {
+        if (!value.is_number_float()) return describe(value);
+        const std::string& text = lines_.text();
+        const std::size_t end = std::min(text.find_first_of(",]} \t\r", at), text.size());
+        if (at >= end) return describe(value);
+        const std::string literal = text.substr(at, end - at);
+        return literal.size() > 40 ? literal.substr(0, 37) + "..." : literal;
+    }
+    std::string shown(const std::string& key, const json& value) const { return shown_at(value_index(key), value); }
+
     [[noreturn]] void fail_at(const std::string& key, const std::string& message) const {
         throw InputError(path(), place(value_index(key)), message);
     }
@@ -205,7 +229,7 @@ private:
     std::uint64_t unsigned_field(const json& object, const std::string& key, std::uint64_t max) const {
         const json& value = field(object, key.c_str());
         if (!is_unsigned(value))
-            fail_at(key, "expected an unsigned integer for \"" + key + "\", got " + describe(value));
+            fail_at(key, "expected an unsigned integer for \"" + key + "\", got " + shown(key, value));
         return at_most(key, value.get<std::uint64_t>(), max);
     }
 
@@ -225,10 +249,11 @@ private:
         check_hash_id_count(ids.size(), out);
         out.block_ids.clear();
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            if (!is_unsigned(ids[i]))
-                throw InputError(path(), place(element_index(value_index("hash_ids"), i)),
-                                 "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " +
-                                     describe(ids[i]));
+            if (!is_unsigned(ids[i])) {
+                const std::size_t at = element_index(value_index("hash_ids"), i);
+                throw InputError(path(), place(at),
+                                 "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " + shown_at(at, ids[i]));
+            }
             out.block_ids.push_back(ids[i].get<std::uint64_t>());
         }
     }
@@ -245,7 +270,7 @@ private:
     std::uint64_t timestamp_ns(const json& value) const {
         const std::uint64_t unit_ns = time_unit_ns(options_.time_unit);
         const auto too_large = [&] {
-            fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value));
+            fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
         };
         if (is_unsigned(value)) {
             std::uint64_t scaled = 0;
@@ -253,7 +278,7 @@ private:
             return scaled;
         }
         if (mooncake_)
-            fail_at("timestamp", "expected an unsigned integer (milliseconds) for \"timestamp\", got " + describe(value));
+            fail_at("timestamp", "expected an unsigned integer (milliseconds) for \"timestamp\", got " + shown("timestamp", value));
         if (value.is_number_float()) return float_ns(value.get<double>(), unit_ns, value);
         if (value.is_string()) {
             const auto& text = value.get_ref<const std::string&>();
@@ -269,14 +294,14 @@ private:
         }
         fail_at("timestamp", "expected a non-negative number (or a string holding one) of " +
                                  std::string(time_unit_name(options_.time_unit)) +
-                                 " for \"timestamp\", got " + describe(value));
+                                 " for \"timestamp\", got " + shown("timestamp", value));
     }
 
     std::uint64_t float_ns(double number, std::uint64_t unit_ns, const json& value) const {
         if (!std::isfinite(number) || number < 0)
-            fail_at("timestamp", "expected a non-negative number for \"timestamp\", got " + describe(value));
+            fail_at("timestamp", "expected a non-negative number for \"timestamp\", got " + shown("timestamp", value));
         const double scaled = number * static_cast<double>(unit_ns);
-        if (scaled >= 1.8e19) fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + describe(value));
+        if (scaled >= 1.8e19) fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
         return static_cast<std::uint64_t>(scaled + 0.5);
     }
 

@@ -158,8 +158,10 @@ void TraceReader::arrival_goes_back(std::uint64_t absolute_ns, std::size_t colum
 }
 
 void TraceReader::arrival_too_late(std::uint64_t absolute_ns, std::size_t column) const {
-    char seconds[48];  // whole digits: just past the bound, the usual %g reads as the bound itself
-    std::snprintf(seconds, sizeof seconds, "%.3f", static_cast<double>(absolute_ns - first_ns_) / 1e9);
+    char seconds[48];  // to the nanosecond: just past the bound, fewer digits read as the bound itself
+    const std::uint64_t after_ns = absolute_ns - first_ns_;
+    std::snprintf(seconds, sizeof seconds, "%llu.%09llu", static_cast<unsigned long long>(after_ns / 1'000'000'000),
+                  static_cast<unsigned long long>(after_ns % 1'000'000'000));
     throw InputError(path(), place(column),
                      std::string("this request arrives ") + seconds + " s after the first one; expected at most " +
                          std::to_string(kArrivalMaxNs / 1'000'000'000) + " s (about 31.7 years, as a scenario's at_ms)");
