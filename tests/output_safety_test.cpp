@@ -409,11 +409,11 @@ TEST_F(OutputSafety, InterruptedSynthLeavesNoTemporaryFile) {
 }
 
 // Proves: a command whose printout cannot be written (a full disk) says so and exits 2, where
-// `trace stats`, `presets` and `policies` exited 0 having printed nothing.
+// `trace stats`, `presets`, `policies` and `--help` exited 0 having printed nothing.
 TEST_F(OutputSafety, StdoutThatCannotBeWrittenExitsTwo) {
     if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
     const std::string trace = std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl --format jsonl --block-size 16";
-    for (const std::string& args : {std::string("presets"), std::string("policies"), "trace stats " + trace, "trace stats --json " + trace}) {
+    for (const std::string& args : {std::string("presets"), std::string("policies"), std::string("run --help"), "trace stats " + trace, "trace stats --json " + trace}) {
         const Cli r = shell("{ \"$KVCHECK\" " + args + " >/dev/full; }");
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
         EXPECT_EQ(r.output, "kvcheck: <stdout>: write failed\n") << args;

@@ -70,6 +70,11 @@ TEST_F(Workload, MalformedInputsAreReported) {
          "1:15", "invalid literal"},
         {"number_after_number", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 0600, \"output_length\": 1, \"hash_ids\": [1]}\n",
          "1:34", "unexpected number literal"},
+        {"literal_in_array", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [NaN]}\n",
+         "1:70", "invalid literal"},
+        {"literal_after_tab", TraceFormat::mooncake, "{\"timestamp\":\ttru, \"input_length\": 1}\n", "1:15", "invalid literal"},
+        {"number_after_true", TraceFormat::mooncake, "[true-1]\n", "1:6", "unexpected number literal"},
+        {"truncated_after_number", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 12", "1:35", "unexpected end of input"},
         // A number past 64 bits is echoed as written, not as the double nlohmann holds.
         {"timestamp_past_64_bits", TraceFormat::mooncake, "{\"timestamp\": 18446744073709551616, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
          "1:15", "for \"timestamp\", got 18446744073709551616"},

@@ -178,8 +178,6 @@ TEST_F(Workload, StatsOfHandMadeTrace) {
     EXPECT_EQ(s.arrival_gap_ns.max(), 4'000'000'000u);
 }
 
-// Proves: the public conversation trace has the figures its README states (12,031 requests,
-
 // Proves: the printed p50 and p99 are nearest-rank (rank ceil(p * n)), where they took the value
 // one rank above it, and above 15 they are a bucket's upper bound, at most 12.5 % high.
 TEST(LogHistogramQuantile, NearestRankFromTheBuckets) {
@@ -199,6 +197,8 @@ TEST(LogHistogramQuantile, NearestRankFromTheBuckets) {
     EXPECT_LE(static_cast<double>(p50), 500 * 1.125);
     EXPECT_EQ(wide.quantile(0.999), 1000u);  // clamped to the largest value
 }
+
+// Proves: the public conversation trace has the figures its README states (12,031 requests,
 // 36.6% block reuse), and the Azure files read in full.
 TEST_F(Workload, RealTraceFigures) {
     const std::string conversation = real_trace("mooncake/conversation_trace.jsonl");

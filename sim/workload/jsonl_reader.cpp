@@ -60,19 +60,26 @@ std::size_t error_token_start(const std::string& text, const json::parse_error& 
             const std::size_t quote = text.rfind('"', end - 2);
             if (quote != std::string::npos) return quote;
         }
-        // Nor for a number after a number ("0600" lexes as 0, then 600): step back to its start.
-        std::size_t start = end;
-        while (start > 0 && std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) --start;
-        if (start < end) return start;
+        // Nor for a number after a number ("0600" lexes as 0, then 600): step back to its start
+        // (over the letters of a number only, so not into a `true` before it).
+        if (what.find("unexpected number literal") != std::string::npos) {
+            std::size_t start = end;
+            while (start > 0 && std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) --start;
+            while (start < end && std::string_view("0123456789-").find(text[start]) == std::string_view::npos) ++start;
+            if (start < end) return start;
+        }
         return end == 0 ? 0 : end - 1;
     }
     std::string token = what.substr(open + 12, close - open - 12);
-    // After a key nlohmann's "last read" runs from the key over the colon to the bad literal
-    // ('"timestamp": I'): the bad token is what follows the key's closing quote.
+    // nlohmann writes control characters in "last read" as <U+00XX>; a tab is a blank below.
+    for (std::size_t tab = token.find("<U+0009>"); tab != std::string::npos; tab = token.find("<U+0009>", tab + 1))
+        token.replace(tab, 8, "\t");
+    // After a key or a string nlohmann's "last read" runs from it over the colon, comma or
+    // bracket to the bad literal ('"timestamp": I', '"a",tru'): the bad token is what follows.
     if (!token.empty() && token.front() == '"') {
         std::size_t i = 1;
         while (i < token.size() && token[i] != '"') i += token[i] == '\\' ? 2 : 1;
-        const std::size_t rest = token.find_first_not_of(" \t:", i + 1);
+        const std::size_t rest = token.find_first_not_of(" \t:,[{", i + 1);
         if (i < token.size() && rest != std::string::npos) token.erase(0, rest);
     }
     // After a complete value nlohmann's "last read" can run from it over blanks to the bad byte

@@ -95,6 +95,15 @@ void keep_freed_memory() {
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+// Whatever a command printed must have reached stdout (a full disk, a closed descriptor); says
+// so on stderr when it did not.
+bool stdout_written() {
+    std::cout.flush();
+    if (std::cout && std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return true;
+    std::fprintf(stderr, "kvcheck: %s\n", kvcheck::sim::InputError("<stdout>", "", "write failed").what());
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,7 +137,10 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        if (e.get_exit_code() == 0) {  // --help, --version
+            const int code = app.exit(e);
+            return stdout_written() ? code : 2;
+        }
         const std::string unknown = unknown_command(app);
         std::fprintf(stderr, "kvcheck: %s\n", (unknown.empty() ? command_line_error(e.what()) : unknown).c_str());
         return 2;
@@ -139,11 +151,5 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "kvcheck: %s\n", e.what());
         return 2;
     }
-    // Whatever a command printed must have reached stdout (a full disk, a closed descriptor).
-    std::cout.flush();
-    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
-        std::fprintf(stderr, "kvcheck: %s\n", kvcheck::sim::InputError("<stdout>", "", "write failed").what());
-        return 2;
-    }
-    return common.exit_code;
+    return stdout_written() ? common.exit_code : 2;
 }
