@@ -243,7 +243,8 @@ TEST_F(Workload, FastPathMatchesDomPath) {
 
 // Proves: the UTF-8 check names the first bad byte wherever it falls against the eight-byte
 // ASCII skip (before, inside and after a run of whole words), and walks over valid multi-byte
-// sequences in any alignment without taking their bytes for errors.
+// sequences in any alignment without taking their bytes for errors; asked to, it finds a NUL
+// byte at any offset too.
 TEST(Utf8Check, FindsTheFirstBadByteAtEveryOffset) {
     const std::string ascii(37, 'a');
     EXPECT_EQ(find_invalid_utf8(ascii), std::string_view::npos);
@@ -259,6 +260,13 @@ TEST(Utf8Check, FindsTheFirstBadByteAtEveryOffset) {
         std::string overlong = ascii;
         overlong.insert(at, "\xE0\x80\x80");  // overlong encoding of U+0000: the second byte is out of range
         EXPECT_EQ(find_invalid_utf8(overlong), at + 1) << "overlong form at " << at;
+        std::string nul = ascii;
+        nul[at] = '\0';  // valid UTF-8, refused in a JSON line
+        EXPECT_EQ(find_invalid_utf8(nul), std::string_view::npos) << "NUL at " << at;
+        EXPECT_EQ(find_invalid_utf8(nul, nullptr, true), at) << "NUL at " << at;
+        valid.back() = 'a';
+        valid += '\0';
+        EXPECT_EQ(find_invalid_utf8(valid, nullptr, true), valid.size() - 1) << "NUL after sequences at " << at;
     }
 }
 

@@ -136,11 +136,7 @@ protected:
 private:
     void parse_line(TraceRecord& out) {
         const std::string& text = lines_.text();
-        check_utf8();
-        // nlohmann takes a NUL byte for the end of the input, so a line that holds one after a
-        // whole object would parse as that object alone: name the byte instead.
-        if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
-            throw InputError(path(), place(nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
+        check_utf8(/*json_line=*/true);
         if (detail::parse_flat_trace_line(text, !mooncake_, flat_)) {
             take_flat_line(out);
             return;

@@ -171,11 +171,12 @@ std::string TraceReader::place(std::size_t index) const {
     return std::to_string(lines_.number()) + ":" + std::to_string(index + 1 + lines_.column_offset());
 }
 
-void TraceReader::check_utf8() const {
+void TraceReader::check_utf8(bool json_line) const {
     const std::string& text = lines_.text();
     std::size_t sequence = 0;
-    const std::size_t bad = find_invalid_utf8(text, &sequence);
+    const std::size_t bad = find_invalid_utf8(text, &sequence, json_line);
     if (bad == std::string::npos) return;
+    if (text[bad] == '\0') throw InputError(path(), place(bad), "invalid JSON: a NUL byte (0x00); expected JSON text");
     const auto hex = [&](std::size_t at) {
         char out[8];
         std::snprintf(out, sizeof out, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[at])));
@@ -189,16 +190,22 @@ void TraceReader::check_utf8() const {
     throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + "; expected UTF-8 text");
 }
 
-std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence) {
+std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence, bool nul_is_invalid) {
     std::size_t i = 0;
     while (i < text.size()) {
-        // Traces are nearly all ASCII: skip eight bytes at a time while no high bit is set.
+        // Traces are nearly all ASCII: skip eight bytes at a time while no high bit is set (and,
+        // when asked, no byte is zero).
         for (std::uint64_t word = 0; i + sizeof word <= text.size(); i += sizeof word) {
             std::memcpy(&word, text.data() + i, sizeof word);
-            if ((word & 0x8080808080808080u) != 0) break;
+            const std::uint64_t zero_byte = (word - 0x0101010101010101u) & ~word & 0x8080808080808080u;
+            if ((word & 0x8080808080808080u) != 0 || (nul_is_invalid && zero_byte != 0)) break;
         }
         if (i == text.size()) break;
         const auto lead = static_cast<unsigned char>(text[i]);
+        if (lead == 0 && nul_is_invalid) {
+            if (sequence != nullptr) *sequence = i;
+            return i;
+        }
         if (lead < 0x80) {
             ++i;
             continue;

@@ -122,8 +122,10 @@ protected:
     // "LINE:COL" for the current line, counting the column (0-based index into text()) in file bytes.
     std::string place(std::size_t index) const;
     std::string line_place() const { return std::to_string(lines_.number()); }
-    // Throws InputError at the first byte of the current line that is not UTF-8.
-    void check_utf8() const;
+    // Throws InputError at the first byte of the current line that is not UTF-8, or, for a JSON
+    // line, a NUL byte (nlohmann takes one for the end of the input, so `{...}\0{...}` would read
+    // as its first object alone).
+    void check_utf8(bool json_line = false) const;
 
     LineSource lines_;
     TraceOptions options_;
@@ -155,7 +157,8 @@ private:
 
 // The offset of the first byte that is not part of valid UTF-8, or npos when all of it is valid.
 // With `sequence`, also where the broken sequence starts (the same offset for a lone bad byte).
-std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence = nullptr);
+// With `nul_is_invalid`, a NUL byte counts as invalid too.
+std::size_t find_invalid_utf8(std::string_view text, std::size_t* sequence = nullptr, bool nul_is_invalid = false);
 
 // Parses a UTC wall-clock time "YYYY-MM-DD HH:MM:SS[.fraction]" (up to 9 fraction digits, years
 // 1970..2500, 'T' also accepted as the separator) into ns since 1970-01-01; nullopt when malformed.
