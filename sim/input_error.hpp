@@ -55,6 +55,10 @@ inline std::string valid_utf8(std::string_view text) {
     return out;
 }
 
+// nlohmann takes a NUL byte for the end of the input, so text holding one after a whole value
+// would parse as that value alone: the scenario loader and the JSONL reader refuse any NUL with this.
+inline constexpr const char* kNulInJson = "invalid JSON: a NUL byte (0x00); expected JSON text";
+
 class InputError : public std::runtime_error {
 public:
     InputError(std::string file, std::string place, std::string message)

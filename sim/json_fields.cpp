@@ -225,10 +225,7 @@ std::string DuplicateKeys::pointer() const {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
-    // nlohmann takes a NUL byte for the end of the input, so a file that holds one after a whole
-    // value would parse as that value alone: name the byte instead.
-    if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
-        throw InputError(file, line_column(text, nul), "invalid JSON: a NUL byte (0x00); expected JSON text");
+    if (const std::size_t nul = text.find('\0'); nul != std::string::npos) throw InputError(file, line_column(text, nul), kNulInJson);
     try {
         DuplicateKeys duplicates;
         nlohmann::json value = nlohmann::json::parse(text, std::ref(duplicates));

@@ -176,7 +176,7 @@ void TraceReader::check_utf8(bool json_line) const {
     std::size_t sequence = 0;
     const std::size_t bad = find_invalid_utf8(text, &sequence, json_line);
     if (bad == std::string::npos) return;
-    if (text[bad] == '\0') throw InputError(path(), place(bad), "invalid JSON: a NUL byte (0x00); expected JSON text");
+    if (text[bad] == '\0') throw InputError(path(), place(bad), kNulInJson);
     const auto hex = [&](std::size_t at) {
         char out[8];
         std::snprintf(out, sizeof out, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[at])));

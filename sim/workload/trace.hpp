@@ -123,8 +123,7 @@ protected:
     std::string place(std::size_t index) const;
     std::string line_place() const { return std::to_string(lines_.number()); }
     // Throws InputError at the first byte of the current line that is not UTF-8, or, for a JSON
-    // line, a NUL byte (nlohmann takes one for the end of the input, so `{...}\0{...}` would read
-    // as its first object alone).
+    // line, a NUL byte (kNulInJson).
     void check_utf8(bool json_line = false) const;
 
     LineSource lines_;
