@@ -80,6 +80,13 @@ TEST_F(Workload, MalformedInputsAreReported) {
          "1:15", "for \"timestamp\", got 18446744073709551616"},
         {"id_past_64_bits", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [18446744073709551616]}\n",
          "1:70", "at hash_ids[0], got 18446744073709551616"},
+        // The key's value is placed, not a key of a nested object nor text inside another key.
+        {"key_text_inside_another_key", TraceFormat::mooncake,
+         "{\"x\\\"input_length\": 7, \"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n", "1:56",
+         "expected \"input_length\" at least 1"},
+        {"key_in_nested_object", TraceFormat::mooncake,
+         "{\"meta\": {\"input_length\": 7}, \"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n", "1:63",
+         "expected \"input_length\" at least 1"},
         {"nul_after_object", TraceFormat::mooncake, ok.substr(0, ok.size() - 1) + std::string(1, '\0') + ok, "1:74", "a NUL byte (0x00)"},
         {"csv_header", TraceFormat::azure, "TIME,Context,Generated\n2023-11-16 18:17:03.1,1,1\n", "1:1", "expected the CSV header"},
         {"csv_columns", TraceFormat::azure, header + "2023-11-16 18:17:03.1,1,1\n2023-11-16 18:17:04.1,1\n", "3",

@@ -190,15 +190,26 @@ private:
         return *it;
     }
 
-    // Where a key's value starts in the line (0-based), so messages point at the value itself.
+    // Where a key's value starts in the line (0-based), so messages point at the value itself: the
+    // value of the top object's key, written as it is named (a key spelled with escapes is not
+    // found, and the message then points at the line's start). Strings are skipped whole, so a
+    // key of a nested object or one inside another key's text is not taken for it.
     std::size_t value_index(const std::string& key) const {
         const std::string& text = lines_.text();
-        const std::string quoted = "\"" + key + "\"";
-        for (std::size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
-            std::size_t i = text.find_first_not_of(" \t", at + quoted.size());
-            if (i == std::string::npos || text[i] != ':') continue;
-            i = text.find_first_not_of(" \t", i + 1);
-            return i == std::string::npos ? text.size() : i;
+        int depth = 0;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            const char c = text[i];
+            if (c == '{' || c == '[') ++depth;
+            else if (c == '}' || c == ']') --depth;
+            if (c != '"') continue;
+            const std::size_t open = i;
+            for (++i; i < text.size() && text[i] != '"'; ++i)
+                if (text[i] == '\\') ++i;
+            if (depth != 1 || i >= text.size() || text.compare(open + 1, i - open - 1, key) != 0) continue;
+            const std::size_t colon = text.find_first_not_of(" \t\r", i + 1);
+            if (colon == std::string::npos || text[colon] != ':') continue;
+            const std::size_t value = text.find_first_not_of(" \t\r", colon + 1);
+            return value == std::string::npos ? text.size() : value;
         }
         return 0;
     }

@@ -9,6 +9,7 @@
 #include <malloc.h>
 #include <regex>
 #include <string>
+#include <utility>
 
 #include "sim/input_error.hpp"
 #include "tools/cli/commands.hpp"
@@ -19,13 +20,13 @@ namespace {
 // the largest one, "010" as octal, "nan" and "inf" as reals. So every option is checked before
 // CLI11 converts it: a count is plain decimal that fits in 64 bits, a real number is finite and
 // not negative, and text is not empty. (The validators have no description: --help is unchanged.)
-// `most` is the largest value the option takes, as its --help shows it.
-std::string count_problem(std::string& text, const std::string& most) {
+// `least` and `most` bound the values the option takes, as its --help shows them.
+std::string count_problem(std::string& text, const std::string& least, const std::string& most) {
     std::uint64_t value = 0;
     const char* end = text.data() + text.size();
     const auto [stop, error] = std::from_chars(text.data(), end, value);
     if (text.empty() || text.front() < '0' || text.front() > '9' || stop != end)
-        return "expected a whole number of 0 or more in decimal, got \"" + text + "\"";
+        return "expected a whole number of " + least + " or more in decimal, got \"" + text + "\"";
     if (error == std::errc::result_out_of_range) return "\"" + text + "\" is too large (at most " + most + ")";
     text = std::to_string(value);  // CLI11 would read leading zeros as octal
     return "";
@@ -40,12 +41,13 @@ std::string real_problem(const std::string& text) {
     return "";
 }
 
-// The upper bound of an option's range check ("UINT:UINT in [1 - 256]" gives 256); 2^64 - 1
-// for a count without one.
-std::string count_bound(const std::string& type) {
-    static const std::regex range(R"( in \[[^ \]]+ - ([0-9]+)\])");
+// The bounds of an option's range check ("UINT:UINT in [1 - 256]" gives 1 and 256); 0 and
+// 2^64 - 1 for a count without one.
+std::pair<std::string, std::string> count_bounds(const std::string& type) {
+    static const std::regex range(R"( in \[([0-9]+) - ([0-9]+)\])");
     std::smatch m;
-    return std::regex_search(type, m, range) ? m[1].str() : std::to_string(UINT64_MAX);
+    if (std::regex_search(type, m, range)) return {m[1].str(), m[2].str()};
+    return {"0", std::to_string(UINT64_MAX)};
 }
 
 void check_values(CLI::App& app) {
@@ -55,7 +57,8 @@ void check_values(CLI::App& app) {
     for (CLI::Option* option : app.get_options()) {
         const std::string type = option->get_type_name();
         if (type.rfind("UINT", 0) == 0 || type.rfind("INT", 0) == 0)  // no option takes a negative value
-            option->transform(CLI::Validator([most = count_bound(type)](std::string& value) { return count_problem(value, most); }, "", "count"));
+            option->transform(CLI::Validator([bounds = count_bounds(type)](std::string& value) { return count_problem(value, bounds.first, bounds.second); },
+                                             "", "count"));
         else if (type.rfind("FLOAT", 0) == 0) option->transform(real);
         else if (type.rfind("TEXT", 0) == 0) option->transform(text);
     }
