@@ -24,6 +24,7 @@ struct Eviction {
     bool copy_kept = false;  // only the GPU copy went: a whole copy stays on host/disk, still registered
     std::uint32_t segment = kNone;  // the entry
     bool shed = false;       // only the blocks no resume reads went (shed): the entry stays on the GPU
+    bool operator==(const Eviction&) const = default;
 };
 
 // Whether evicting the entry drops only its GPU copy: a whole copy sits on host/disk (evict_segment).

@@ -386,16 +386,11 @@ private:
         if (d_.tail_boundary_check || accept_all_) {
             c = take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
             if (!c.ok) return c;
-            for (std::uint32_t x = boundary; x < end; x += grp.block_tokens) {
-                const std::uint32_t id = finds_.find(x + grp.block_tokens, g, true);
-                if (!take(id, g, Form::uncompressed_tail, x, x + grp.block_tokens, nullptr, nullptr, &c)) return c;
-                if (!accept_all_ && w_.anchor_of(w_.segments[id]) != boundary) {
-                    c.ok = false;
-                    c.miss = {g, Form::uncompressed_tail, MissReason::tail_boundary};
+            // The tail blocks from the boundary on: each single block is anchored at the boundary
+            // below its start (World::anchor_of), this one.
+            for (std::uint32_t x = boundary; x < end; x += grp.block_tokens)
+                if (!take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens, plan, loads, &c))
                     return c;
-                }
-                take(id, g, Form::uncompressed_tail, x, x + grp.block_tokens, plan, loads, &c);
-            }
             return c;
         }
         // Mutant `no-tail-boundary`: take whatever tail ends at len and whatever compressed

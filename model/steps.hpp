@@ -64,7 +64,6 @@ struct StepOutcome {
     std::optional<LookupResult> lookup;       // set by lookup
     std::uint32_t read_request = kNone;       // set by read: invariants examine that request's plan
     bool stale_revalidation = false;          // revalidate found a changed epoch or version
-    std::vector<std::uint32_t> evicted_while_pinned;  // RL3 evidence
     std::vector<Eviction> evicted;            // admission and explicit evictions, for metrics
     std::vector<std::uint32_t> io_started;    // new I/O ops the driver must complete or fail
     std::vector<Residency> residency;         // GPU arrivals, splits and offloads' departures
@@ -79,11 +78,9 @@ struct StepOutcome {
     // reuse one outcome).
     void reset() {
         StepOutcome fresh;
-        fresh.evicted_while_pinned.swap(evicted_while_pinned);
         fresh.evicted.swap(evicted);
         fresh.io_started.swap(io_started);
         fresh.residency.swap(residency);
-        fresh.evicted_while_pinned.clear();
         fresh.evicted.clear();
         fresh.io_started.clear();
         fresh.residency.clear();

@@ -41,7 +41,6 @@ std::string_view miss_reason_name(MissReason reason) {
         case MissReason::layout: return "layout_mismatch";
         case MissReason::misaligned: return "misaligned";
         case MissReason::partial_segment: return "partial_segment";
-        case MissReason::tail_boundary: return "tail_boundary";
         case MissReason::window_expired: return "window_expired";
         case MissReason::index_stale: return "index_stale";
         case MissReason::not_resident: return "not_resident";

@@ -133,10 +133,10 @@ enum class VerdictKind : std::uint8_t { resumable, io_wait, partial_recompute, f
 std::string_view verdict_name(VerdictKind kind);
 
 enum class MissReason : std::uint8_t {
-    not_cached, rollout, version, layout, misaligned, partial_segment, tail_boundary, window_expired,
+    not_cached, rollout, version, layout, misaligned, partial_segment, window_expired,
     index_stale, not_resident, load_failed, writing,
 };
-inline constexpr int kMissReasonCount = 12;
+inline constexpr int kMissReasonCount = 11;
 static_assert(static_cast<int>(MissReason::writing) + 1 == kMissReasonCount);
 std::string_view miss_reason_name(MissReason reason);
 

@@ -99,7 +99,7 @@ void walk_and_compare(const char* policy) {
             const model::StepOutcome a = model::apply(walked, step);
             const model::StepOutcome b = model::apply(restored, step);
             EXPECT_EQ(a.read_request, b.read_request);
-            EXPECT_EQ(a.evicted_while_pinned, b.evicted_while_pinned);
+            EXPECT_EQ(a.evicted, b.evicted);
             EXPECT_EQ(a.io_started, b.io_started);
             EXPECT_EQ(a.tokens_computed, b.tokens_computed);
             EXPECT_EQ(a.admission_refused, b.admission_refused);

@@ -1,0 +1,1 @@
+kvcheck: <input>:--bogus: The following argument was not expected: --bogus (see --help)
