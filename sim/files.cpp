@@ -148,6 +148,15 @@ void require_output_folder(const std::string& path) {
     require_writable_folder(path, path);
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(a, b, ec)) return true;
+    const std::filesystem::path first = std::filesystem::weakly_canonical(std::filesystem::absolute(a, ec), ec);
+    if (ec) return false;
+    const std::filesystem::path second = std::filesystem::weakly_canonical(std::filesystem::absolute(b, ec), ec);
+    return !ec && first == second;
+}
+
 void remove_stale(const std::string& path) {
     std::error_code ec;
     std::filesystem::remove(path, ec);

@@ -84,6 +84,10 @@ void require_output_file(const std::string& path, const std::vector<std::string>
 // missing and the nearest folder above it cannot be written; called before the work likewise.
 void require_output_folder(const std::string& path);
 
+// Whether two paths name one file: the same file when both exist, else the same path once
+// made absolute and normal (so an output not yet written is compared too).
+bool same_file(const std::string& a, const std::string& b);
+
 // Removes `path` if it exists (a result an earlier run left that this run does not replace);
 // throws InputError when it cannot.
 void remove_stale(const std::string& path);

@@ -481,6 +481,32 @@ TEST_F(OutputSafety, InputsAreNeverOverwritten) {
     EXPECT_EQ(slurp(at("in/report.json")), trace_text);
 }
 
+// Proves: `check` refuses, before any work, a --checkpoint that is one of its counterexample
+// files (by any path; the file a stopped run writes would be removed as stale at once) or a file
+// that is not a checkpoint (a finished run removes its checkpoint file); a real checkpoint there
+// is continued as usual.
+TEST_F(OutputSafety, CheckNeverWritesOrRemovesAFileThatIsNotItsCheckpoint) {
+    for (const std::string& clash : {at("a/counterexample.json"), at("a/../a/counterexample.dot")}) {
+        const Cli r = kvcheck("check --scope small --max-states 1000 --quiet --out " + at("a") + " --checkpoint " + clash);
+        EXPECT_EQ(r.code, 2) << r.output;
+        EXPECT_NE(r.output.find(":--checkpoint: is the run's counterexample."), std::string::npos) << r.output;
+        EXPECT_EQ(r.output.find("states="), std::string::npos) << "refused before the work: " << r.output;
+    }
+    std::ofstream(at("notes.txt")) << "my notes\n";
+    for (const std::string& args : {"check --scope small --quiet --checkpoint " + at("notes.txt"),
+                                    "check --scope small --max-states 1000 --quiet --checkpoint " + at("notes.txt")}) {
+        const Cli r = kvcheck(args);
+        EXPECT_EQ(r.code, 2) << r.output;
+        EXPECT_NE(r.output.find("notes.txt: exists and is not a kvcheck checkpoint"), std::string::npos) << r.output;
+    }
+    EXPECT_EQ(slurp(at("notes.txt")), "my notes\n");
+    ASSERT_EQ(kvcheck("check --scope small --max-states 1000 --quiet --checkpoint " + at("cp")).code, 0);
+    ASSERT_TRUE(fs::exists(at("cp")));
+    EXPECT_EQ(kvcheck("check --scope small --max-states 2000 --quiet --checkpoint " + at("cp")).code, 0);
+    EXPECT_EQ(kvcheck("check --resume " + at("cp") + " --quiet").code, 0);
+    EXPECT_FALSE(fs::exists(at("cp")));
+}
+
 // Proves: a run that fails halfway (a trace line found broken after many good ones) leaves no
 // exported schedule behind, though it wrote some before the bad line; and a suite folder's
 // `*.json` entry that is no regular file is an error, not a scenario skipped in silence.

@@ -6,6 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
 #include <type_traits>
 
 #include "model/core.hpp"
@@ -138,6 +141,16 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
     w.put_array(edge_ends);
     w.put(checksum(w.out, w.out.size()));
     return std::move(w.out);
+}
+
+bool may_hold_checkpoint(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return true;
+    constexpr std::string_view kAnyVersion = "kvcheck.check-checkpoint/";
+    std::ifstream in(path, std::ios::binary);
+    std::string start(kAnyVersion.size(), '\0');
+    in.read(start.data(), static_cast<std::streamsize>(start.size()));
+    return in.gcount() == static_cast<std::streamsize>(start.size()) && start == kAnyVersion;
 }
 
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {

@@ -48,6 +48,10 @@ struct ExploreCheckpoint {
 // A binary file: a magic line, then fixed-width little-endian fields and arrays.
 std::string encode_checkpoint(const ExploreCheckpoint& checkpoint);
 
+// Whether `path` is missing or starts as a checkpoint of any kvcheck version does: a file a run
+// may replace with its checkpoint, or remove once its question is answered.
+bool may_hold_checkpoint(const std::string& path);
+
 // Throws InputError naming `file` when the bytes are not a checkpoint this build wrote.
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file);
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/check/checkpoint.hpp"
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
 #include "sim/check/walker.hpp"
@@ -166,7 +167,16 @@ void register_check(CLI::App& app, Common& common) {
         if (!a->out.empty()) {
             sim::require_output_folder(a->out);
             for (const char* name : {"/check.checkpoint", "/counterexample.json", "/counterexample.dot"}) sim::require_output_file(a->out + name);
+            for (const char* name : {"/counterexample.json", "/counterexample.dot"})
+                if (sim::same_file(checkpoint_path, a->out + name))
+                    throw sim::InputError(checkpoint_path, "--checkpoint", "is the run's " + std::string(name + 1) +
+                                                                               " too; give the checkpoint another file");
         }
+        // A run writes its checkpoint over these files, or removes them once it finishes: each
+        // must be missing or a checkpoint already (the --resume file is read as one below).
+        for (const std::string& path : {checkpoint_path, a->checkpoint, a->out.empty() ? std::string() : a->out + "/check.checkpoint"})
+            if (!path.empty() && (a->resume.empty() || !sim::same_file(path, a->resume)) && !sim::may_hold_checkpoint(path))
+                throw sim::InputError(path, "", "exists and is not a kvcheck checkpoint, which a run would write over or remove here");
         // A resumed run answers the checkpoint's question; a flag that asks another is an input error.
         std::optional<sim::ExploreCheckpoint> resumed;
         if (!a->resume.empty()) {
