@@ -307,19 +307,37 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
     for (const auto& [key, value] : result.items())
         if (kKeys.count(key) == 0) fail("/" + pointer_escape(key), "unknown key in a kvcheck fuzz result");
     if (!result.contains("violations") || !result["violations"].is_array()) fail("/violations", "expected an array");
-    for (std::size_t i = 0; i < result["violations"].size(); ++i) {
-        const nlohmann::json& v = result["violations"][i];
+    const nlohmann::json& found = result["violations"];
+    if (!result["keep_going"].get<bool>() && found.size() > 1)
+        fail("/violations/1", "a campaign that stops at the first violation (\"keep_going\": false) holds one at most");
+    const std::uint64_t shards = (*shard)[1].get<std::uint64_t>();
+    std::set<std::uint64_t> walks_seen;
+    for (std::size_t i = 0; i < found.size(); ++i) {
+        const nlohmann::json& v = found[i];
         const std::string at = "/violations/" + std::to_string(i);
         if (!v.is_object()) fail(at, "expected an object with walk, invariant, steps and scenario");
+        for (const auto& [key, value] : v.items())
+            if (key != "walk" && key != "invariant" && key != "steps" && key != "scenario")
+                fail(at + "/" + pointer_escape(key), "unknown key in a violation (expected walk, invariant, steps and scenario)");
         count(v, at, "walk");
-        if (v["walk"].get<std::uint64_t>() % (*shard)[1].get<std::uint64_t>() != (*shard)[0].get<std::uint64_t>())
+        const std::uint64_t walk = v["walk"].get<std::uint64_t>();
+        if (walk % shards != (*shard)[0].get<std::uint64_t>())
             fail(at + "/walk", "walk " + v["walk"].dump() + " is not one of shard " + (*shard)[0].dump() + "/" + (*shard)[1].dump());
-        if (v["walk"].get<std::uint64_t>() / (*shard)[1].get<std::uint64_t>() >= result["next_walk"].get<std::uint64_t>())
-            fail(at + "/walk", "walk " + v["walk"].dump() + " lies beyond next_walk " + result["next_walk"].dump() + ", which every walk found must be below");
+        if (walk / shards >= result["next_walk"].get<std::uint64_t>())
+            fail(at + "/walk", "walk " + v["walk"].dump() + " is the shard's walk " + std::to_string(walk / shards) +
+                                   ", not below its next_walk " + result["next_walk"].dump() + " (every walk found was taken before it)");
+        if (!walks_seen.insert(walk).second) fail(at + "/walk", "walk " + v["walk"].dump() + " is listed twice; a walk stops at its first violation");
         if (!v.contains("invariant") || !v["invariant"].is_string() || !model::is_invariant(v["invariant"].get<std::string>()))
             fail(at + "/invariant", "expected the name of an invariant");
-        if (!v.contains("steps") || !v["steps"].is_array()) fail(at + "/steps", "expected an array of step descriptions");
+        const auto is_text = [](const nlohmann::json& step) { return step.is_string(); };
+        if (!v.contains("steps") || !v["steps"].is_array() || v["steps"].empty() || !std::all_of(v["steps"].begin(), v["steps"].end(), is_text))
+            fail(at + "/steps", "expected a non-empty array of step descriptions (strings)");
         if (!v.contains("scenario") || !v["scenario"].is_object()) fail(at + "/scenario", "expected the counterexample as a scenario object");
+        const nlohmann::json& scenario = v["scenario"];
+        if (!scenario.contains("steps") || !scenario["steps"].is_array() || scenario["steps"].size() != v["steps"].size())
+            fail(at + "/scenario/steps", "expected the counterexample's " + std::to_string(v["steps"].size()) + " steps, one for each description");
+        if (scenario.value("policy", nlohmann::json()) != result["policy"])
+            fail(at + "/scenario/policy", "expected the campaign's policy " + result["policy"].dump());
     }
 }
 

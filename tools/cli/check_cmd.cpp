@@ -383,7 +383,11 @@ void register_fuzz(CLI::App& app, Common& common) {
             steps_before = previous.at("steps").get<std::uint64_t>();
             carried_first = sim::rewalk_carried(carried, *o, *resume);
         }
-        if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
+        if (o->walks == 0 && o->seconds <= 0) {
+            if (!resume->empty())
+                throw sim::InputError(*resume, "--seconds", "the fuzz.json is of a campaign bounded by time alone (walk_budget 0): give its --seconds again");
+            throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
+        }
         o->stop = &interrupted;
         std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
                      o->policy.c_str(), o->model == "toy" ? "" : (" model=" + o->model).c_str(), shard->c_str(), o->threads);
