@@ -73,9 +73,15 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     const std::uint32_t len = q.resume_len;
     const std::vector<ReadFact> facts = read_facts(w, r);
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
+    auto fail_at = [&](const char* name, const PlanEntry& e, std::string detail) {
+        out.push_back({name, entry_text(w, r, e) + " " + detail, e, std::move(detail)});
+    };
     if (len % w.derived.lcm_tokens != 0)
-        fail("VL1_lcm_boundary", request_name(w, r) + " resumes at " + std::to_string(len) +
-                                     " tokens, not a multiple of the LCM block boundary " + std::to_string(w.derived.lcm_tokens));
+        {
+            std::string detail = "resumes at " + std::to_string(len) + " tokens, not a multiple of the LCM block boundary " +
+                                 std::to_string(w.derived.lcm_tokens);
+            out.push_back({"VL1_lcm_boundary", request_name(w, r) + " " + detail, std::nullopt, detail});
+        }
     std::vector<Range> need;
     for (std::uint8_t g = 0; g < w.config->groups.size(); ++g) required_ranges(w, g, len, need);
     for (const Range& n : need) {
@@ -88,9 +94,13 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
         if (!covered) {
             const CacheGroup& grp = w.group(n.group);
             const bool window = grp.kind == GroupKind::swa || grp.kind == GroupKind::chunked;
-            fail(window ? "FM3_swa_window" : "VL3_group_intersection",
-                 request_name(w, r) + " resumes at " + std::to_string(len) + " but group " + grp.name +
-                     " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) + ")");
+            const bool tail = grp.kind == GroupKind::full && grp.segment_tokens != grp.block_tokens &&
+                              n.start >= len / grp.segment_tokens * grp.segment_tokens;
+            const PlanEntry missing{kNone, 0, kNone, n.start, n.end, n.group, tail ? Form::uncompressed_tail : primary_form(grp)};
+            out.push_back({window ? "FM3_swa_window" : "VL3_group_intersection",
+                           request_name(w, r) + " resumes at " + std::to_string(len) + " but group " + grp.name +
+                               " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) + ")",
+                           missing, "has nothing resumable for resume point " + std::to_string(len)});
             if (window)
                 fail("VL3_group_intersection", "group " + grp.name + " cannot resume at " + std::to_string(len) +
                                                    " for " + request_name(w, r));
@@ -99,23 +109,23 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     for (const ReadFact& f : facts) {
         const PlanEntry& e = f.entry;
         if (e.end > len && w.group(e.group).kind != GroupKind::linear)
-            fail("VL3_group_intersection", entry_text(w, r, e) + " reads past the common resume point " + std::to_string(len));
+            fail_at("VL3_group_intersection", e, "reads past the common resume point " + std::to_string(len));
         if (f.present && !f.epoch_ok)
-            fail("RL3_toctou", entry_text(w, r, e) + " is read although its epoch changed since validation (" +
+            fail_at("RL3_toctou", e, "is read although its epoch changed since validation (" +
                                    std::to_string(e.epoch) + " -> " + std::to_string(w.segments[e.segment].epoch) + ")");
         if (f.present && q.config_epoch_at_lookup != w.config_epoch)
-            fail("RL3_toctou", entry_text(w, r, e) + " is read although the model config changed since validation");
+            fail_at("RL3_toctou", e, "is read although the model config changed since validation");
         if (f.present && f.epoch_ok && !f.resident)
-            fail("FM5_resident", entry_text(w, r, e) + " is read while registered but not resident (stage " +
+            fail_at("FM5_resident", e, "is read while registered but not resident (stage " +
                                      std::string(stage_name(w.segments[e.segment].stage)) + ")");
         // Layout and index judge the segment the plan named; once its epoch moved on (its id may
         // even belong to another segment now) RL3 is what that read breaks.
-        if (f.present && f.epoch_ok && !f.layout_ok) fail("VL2_layout", entry_text(w, r, e) + " is read by a kernel of another layout");
+        if (f.present && f.epoch_ok && !f.layout_ok) fail_at("VL2_layout", e, "is read by a kernel of another layout");
         if (f.resident && !f.aligned)
-            fail("VL4_alignment", entry_text(w, r, e) + " is read at a misaligned address");
-        if (f.present && f.epoch_ok && !f.whole) fail("FM1_segment_whole", entry_text(w, r, e) + " is read with blocks missing");
+            fail_at("VL4_alignment", e, "is read at a misaligned address");
+        if (f.present && f.epoch_ok && !f.whole) fail_at("FM1_segment_whole", e, "is read with blocks missing");
         if (f.present && f.epoch_ok && !f.index_ok)
-            fail("FM4_index_version", entry_text(w, r, e) + " routes over a KV version it was not built for");
+            fail_at("FM4_index_version", e, "routes over a KV version it was not built for");
         if (e.form == Form::uncompressed_tail && f.present) {
             // A tail block is anchored at the boundary below its start (World::anchor_of), so one
             // that starts at or after the resume point's boundary, and ends by the resume point
@@ -123,7 +133,7 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
             const CacheGroup& grp = w.group(e.group);
             const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
             if (e.start < boundary)
-                fail("FM2_tail_boundary", entry_text(w, r, e) + " starts before the compression boundary " + std::to_string(boundary) +
+                fail_at("FM2_tail_boundary", e, "starts before the compression boundary " + std::to_string(boundary) +
                                               " of the resume point: whole compressed segments end there");
             for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) {
                 const bool have = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& o) {
@@ -131,14 +141,14 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
                            o.entry.start <= x && x < o.entry.end;
                 });
                 if (!have) {
-                    fail("FM2_tail_boundary", entry_text(w, r, e) + " follows a gap: no compressed segment for [" +
+                    fail_at("FM2_tail_boundary", e, "follows a gap: no compressed segment for [" +
                                                   std::to_string(x) + "," + std::to_string(x + grp.segment_tokens) + ")");
                     break;
                 }
             }
         }
         if (f.expected != f.actual)
-            fail("OR1_ground_truth", entry_text(w, r, e) + " holds content that differs from the ground truth: " + mismatch_cause(f));
+            fail_at("OR1_ground_truth", e, "holds content that differs from the ground truth: " + mismatch_cause(f));
     }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,12 @@ namespace kvcheck::model {
 struct Violation {
     std::string invariant;  // e.g. "RL3_toctou"
     std::string message;    // a sentence a person can act on
+    // A read-time violation of one entry of the plan, or of one range a group must hold to
+    // resume (segment kNone): that entry, and what is wrong with it, the message without the
+    // request and entry it starts with (a resume length off the grain has the detail alone).
+    // Unset and empty for the others.
+    std::optional<PlanEntry> entry;
+    std::string detail;
 };
 
 // What one planned read actually touches, judged against the ground truth rather than the policy.

@@ -506,15 +506,19 @@ private:
         c.request = tracking_[r].uid;
         c.invariant = bad->invariant;
         c.cause = bad->message;
-        for (const model::ReadFact& f : model::read_facts(world_, r)) {
-            if (f.expected == f.actual) continue;
-            c.form = std::string(model::form_name(f.entry.form));
-            c.group = world_.group(f.entry.group).name;
-            c.start = f.entry.start;
-            c.end = f.entry.end;
-            c.cause = model::mismatch_cause(f);
-            break;
-        }
+        const auto place = [&](const model::PlanEntry& e, std::string cause) {
+            c.form = std::string(model::form_name(e.form));
+            c.group = world_.group(e.group).name;
+            c.start = e.start;
+            c.end = e.end;
+            c.cause = std::move(cause);
+        };
+        // The entry whose content is wrong, else the entry or range the violation names.
+        const std::vector<model::ReadFact> facts = model::read_facts(world_, r);
+        const auto wrong = std::find_if(facts.begin(), facts.end(), [](const model::ReadFact& f) { return f.expected != f.actual; });
+        if (wrong != facts.end()) place(wrong->entry, model::mismatch_cause(*wrong));
+        else if (bad->entry) place(*bad->entry, bad->detail);
+        else if (!bad->detail.empty()) c.cause = bad->detail;
         metrics_.corruption_examples.push_back(std::move(c));
     }
 

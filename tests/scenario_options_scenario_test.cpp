@@ -104,6 +104,25 @@ TEST(FaultTargets, AtRequestFiresAtThatRequestsOpportunity) {
     EXPECT_EQ(first.rfind(named, 0), 0u) << broken["first_violations"].dump(2);
 }
 
+// Proves: a corruption example names where the read went wrong even when every entry it read
+// held the right content: under first-group-only-truncate the toy scenario's corruptions are
+// reads past the resume point, each named by group, form and range, with a cause that leaves
+// the request out (so examples that differ only in the request read alike).
+TEST(CorruptionExamples, NameTheEntryOfAReadPastTheResumePoint) {
+    const nlohmann::json report = policy_report(kSourceDir / "scenarios/preset-toy.json", "first-group-only-truncate");
+    ASSERT_GT(report["silent_corruptions"].get<int>(), 0);
+    const nlohmann::json& examples = report["corruption_examples"];
+    ASSERT_FALSE(examples.empty());
+    for (const nlohmann::json& e : examples) {
+        EXPECT_EQ(e["invariant"], "VL3_group_intersection") << e;
+        EXPECT_NE(e["group"], "") << e;
+        EXPECT_NE(e["form"], "") << e;
+        EXPECT_LT(e["start"].get<int>(), e["end"].get<int>()) << e;
+        EXPECT_EQ(e["cause"].get<std::string>().find("request "), std::string::npos) << e;
+        EXPECT_EQ(e["cause"].get<std::string>().rfind("reads past the common resume point ", 0), 0u) << e;
+    }
+}
+
 // Proves: `at_request` numbers forked samples like any request. Two listed requests with three
 // sampled answers each are requests 0-5: an F10 firing aimed at request 5 (the second request's
 // last sample) is taken and fires once, where the loader used to refuse every number past 1;
