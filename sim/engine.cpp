@@ -328,7 +328,10 @@ private:
         }
         sources_.count_read(q, t.uid, t.loaded, metrics_.reused_by_source);
         const std::uint32_t grain = world_.derived.lcm_tokens;
-        if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || t.stale)) ++metrics_.post_hit_fallbacks;
+        // A hit falls back when it resumes less than its grain-rounded length, nothing at all (a
+        // hit shorter than the grain promised tokens it could not resume), or went stale.
+        if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || q.resume_len == 0 || t.stale))
+            ++metrics_.post_hit_fallbacks;
         if (exporter_ && q.resume_len > 0) exporter_->export_read(world_, r, read_violations_);
     }
 

@@ -92,8 +92,9 @@ TEST(TokenFigures, LoadedTokensCountUnderTheTierTheyCameFrom) {
 
 // Proves: a hit shorter than the resume grain is trimmed to nothing. On the toy preset (16-token
 // blocks, grain 32) a request sharing one block with an earlier one hits 16 tokens; validated
-// trims all 16 and resumes nothing, so the run warns `nothing_resumed` and names the grain; naive
-// resumes the hit as it stands, trims nothing and raises no warning.
+// trims all 16 and resumes nothing, so the hit is a post-hit fallback and the run warns
+// `nothing_resumed` and names the grain; naive resumes the hit as it stands, trims nothing, falls
+// back on nothing and raises no warning.
 TEST(TokenFigures, TrimmedTokensAreTheGrainsCut) {
     const fs::path file = toy_scenario("trimmed", {request(0, 48, {1, 2, 3}), request(5000, 48, {1, 7, 8})});
     const nlohmann::json validated = run_json(file, "validated");
@@ -102,6 +103,10 @@ TEST(TokenFigures, TrimmedTokensAreTheGrainsCut) {
     EXPECT_EQ(validated["recomputed_tokens"], 16);
     EXPECT_EQ(validated["reused_tokens"], 0);
     EXPECT_EQ(validated["resume_grain_tokens"], 32);
+    // The hit resumed nothing, so it fell back (though nothing under the grain was refused).
+    EXPECT_EQ(validated["hits"], 1);
+    EXPECT_EQ(validated["post_hit_fallbacks"], 1);
+    EXPECT_DOUBLE_EQ(validated["post_hit_fallback_rate"].get<double>(), 1.0);
     ASSERT_EQ(codes(validated), std::vector<std::string>{"nothing_resumed"});
     const std::string message = validated["warnings"][0]["message"].get<std::string>();
     EXPECT_NE(message.find("16 of the 16 recomputed hit tokens were cut down to a multiple of the resume grain (resume_grain_tokens 32)"),
@@ -110,6 +115,7 @@ TEST(TokenFigures, TrimmedTokensAreTheGrainsCut) {
     const nlohmann::json naive = run_json(file, "naive");
     EXPECT_EQ(naive["reused_tokens"], 16);
     EXPECT_EQ(naive["trimmed_tokens"], 0);
+    EXPECT_EQ(naive["post_hit_fallbacks"], 0);
     EXPECT_TRUE(naive["warnings"].empty()) << naive["warnings"].dump();
 }
 
