@@ -467,14 +467,16 @@ private:
     bool accept_all_;
 };
 
-std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint32_t cap) {
+// `scope`, when given, limits the hit to entries that owner wrote (intra-request rollout).
+std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint32_t cap, const std::uint32_t* scope = nullptr) {
     const std::uint8_t g = primary_group(world);
     const CacheGroup& grp = world.group(g);
+    const auto ours = [&](std::uint32_t id) { return scope == nullptr || world.owner_uid(world.segments[id]) == *scope; };
     std::uint32_t len = 0;
     const std::uint32_t segments_cap = cap / grp.segment_tokens * grp.segment_tokens;
-    for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len); hit = finds.next_at(g, len))
+    for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len) && ours(hit.id); hit = finds.next_at(g, len))
         len = std::min(segments_cap, hit.until);
-    while (len + grp.block_tokens <= cap && finds.find(len + grp.block_tokens, g, true) != kNone)
+    for (std::uint32_t id; len + grp.block_tokens <= cap && (id = finds.find(len + grp.block_tokens, g, true)) != kNone && ours(id);)
         len += grp.block_tokens;
     return len;
 }
@@ -559,9 +561,12 @@ LookupResult lookup(const World& world, const Request& request) {
         return result;
     }
     if (d.hash_hit_is_enough) {
-        // The old rule: a hash hit on the first group is reused for every group as it stands.
+        // The old rule: a hash hit on the first group is reused for every group as it stands, of
+        // the request's own reuse scope under intra-request rollout (configuration it keeps).
         const Matcher lenient(world, request, finds, false, true);
-        result.resume_len = result.hash_hit_len;
+        result.resume_len = world.rollout == Rollout::intra_request ? hash_hit_length(world, finds, cap, &spec.reuse_scope) : result.hash_hit_len;
+        if (result.resume_len < result.hash_hit_len)
+            result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout, result.hash_hit_len - result.resume_len});
         for (std::uint8_t g = 0; g < world.config->groups.size(); ++g)
             lenient.check(g, result.resume_len, &result.plan, nullptr);
         result.verdict = result.resume_len > 0 ? VerdictKind::resumable : VerdictKind::full_recompute;

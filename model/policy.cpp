@@ -29,7 +29,7 @@ std::vector<PolicyInfo> build() {
     naive.residency_check = false;
     naive.tail_boundary_check = false;
     naive.whole_segment_check = false;
-    all.push_back({"naive", "every resumability check (hash hit => reuse)", "OR1_ground_truth", naive});
+    all.push_back({"naive", "every resumability check, the epoch re-check and the graph-capture guard (hash hit => reuse)", "OR1_ground_truth", naive});
     all.push_back(mutant("max-group", "VL3 intersection of cache groups (uses the maximum)", "VL3_group_intersection",
                          [](Defenses& d) { d.group_intersection = false; }));
     all.push_back(mutant("no-lcm", "VL1 LCM block boundary", "VL1_lcm_boundary", [](Defenses& d) { d.lcm_boundary = false; }));

@@ -372,19 +372,23 @@ TEST(Rollout, OffNeverReuses) {
 }
 
 // Rollout intra_request: only segments of the same reuse scope are reused; another request's
-// cache is refused with rollout.
+// cache is refused with rollout, under naive too (the scope is configuration, as rollout off is).
 TEST(Rollout, IntraRequestReusesOnlyItsOwnScope) {
-    World w = toy_world("validated", 1 << 20, Rollout::intra_request);
-    const std::uint32_t a = add(w, 1, ids(4), 64, 0);
-    run_request(w, a);
-    const std::uint32_t same = add(w, 1, ids(5), 80, 0);   // a later turn of the same request
-    const std::uint32_t other = add(w, 2, ids(5), 80, 0);
-    const LookupResult own = lookup_step(w, same);
-    EXPECT_EQ(own.verdict, VerdictKind::resumable);
-    EXPECT_EQ(own.resume_len, 64u);
-    const LookupResult foreign = lookup_step(w, other);
-    EXPECT_EQ(foreign.verdict, VerdictKind::full_recompute);
-    EXPECT_TRUE(has_miss(foreign, kC1, MissReason::rollout));
+    for (const char* policy : {"validated", "naive"}) {
+        SCOPED_TRACE(policy);
+        World w = toy_world(policy, 1 << 20, Rollout::intra_request);
+        const std::uint32_t a = add(w, 1, ids(4), 64, 0);
+        run_request(w, a);
+        const std::uint32_t same = add(w, 1, ids(5), 80, 0);   // a later turn of the same request
+        const std::uint32_t other = add(w, 2, ids(5), 80, 0);
+        const LookupResult own = lookup_step(w, same);
+        EXPECT_EQ(own.resume_len, 64u);
+        if (std::string(policy) == "validated") EXPECT_EQ(own.verdict, VerdictKind::resumable);
+        const LookupResult foreign = lookup_step(w, other);
+        EXPECT_EQ(foreign.resume_len, 0u);
+        EXPECT_EQ(foreign.verdict, VerdictKind::full_recompute);
+        EXPECT_TRUE(has_miss(foreign, kC1, MissReason::rollout));
+    }
 }
 
 // Rollout cross_request: any request's cache is reused.
