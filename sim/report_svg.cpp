@@ -24,7 +24,9 @@ constexpr double kBarWidth = 260;
 
 std::string fixed(double value, int decimals) {
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    // Halves round away from zero: a share such as 115/400 is 28.749999999999996 % as a double,
+    // which would print as 28.7 %. The nudge is far below any digit printed.
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value + value * 1e-12);
     return buffer;
 }
 

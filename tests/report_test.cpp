@@ -411,6 +411,17 @@ TEST_F(ReportTest, HeadlessChromiumDrawsEveryChart) {
 // through one escape: markup escaped, and what XML 1.0 cannot hold and HTML calls a parse error
 // (control characters, U+FFFE and U+FFFF, bytes that are not UTF-8) replaced by U+FFFD, while
 // tabs, line breaks and other UTF-8 text stay.
+// Proves: a share that is an exact half in decimal rounds away from zero on the page, though its
+// double lies just below the half (115/400 is 0.28749999999999998), so the shares of one chart
+// add up as their counts do.
+TEST(ReportValues, SharesRoundHalvesUp) {
+    using kvcheck::sim::svg::Unit;
+    EXPECT_EQ(kvcheck::sim::svg::format_value(115.0 / 400.0, Unit::ratio), "28.8%");
+    EXPECT_EQ(kvcheck::sim::svg::format_value(37.0 / 400.0, Unit::ratio), "9.3%");
+    EXPECT_EQ(kvcheck::sim::svg::format_value(5.0 / 400.0, Unit::ratio), "1.3%");
+    EXPECT_EQ(kvcheck::sim::svg::format_value(1.0 / 3.0, Unit::ratio), "33.3%");
+}
+
 TEST(ReportEscape, MarkupAndCharactersXmlCannotHold) {
     const std::string replacement = "\xEF\xBF\xBD";
     EXPECT_EQ(kvcheck::sim::svg::escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");

@@ -267,7 +267,7 @@ void register_check(CLI::App& app, Common& common) {
                             static_cast<unsigned long long>(r.stuck_states));
             if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
             if (r.counterexample) {
-                std::printf("counterexample (%zu steps", r.counterexample->steps.size());
+                std::printf("counterexample (%zu step%s", r.counterexample->steps.size(), r.counterexample->steps.size() == 1 ? "" : "s");
                 // A warm-up's counterexample replays from the scope with the violating request cold.
                 const sim::Scope& from = r.counterexample_scope.value_or(scope);
                 for (std::size_t i = 0; i < from.requests.size(); ++i) {
@@ -314,7 +314,7 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_option("--policy", o->policy, "Policy (default validated)");
     cmd->add_option("--model", o->model, "Model preset the swarm scopes are drawn for (default toy; see kvcheck presets)");
     cmd->add_option("--seed", o->seed, "Root seed (walk i uses a seed derived from it and i)");
-    cmd->add_option("--walks", o->walks, "Budget in walks (default 1000, none when --seconds is given; 0 = no walk bound)");
+    cmd->add_option("--walks", o->walks, "Budget in walks (default 1000, none when a --seconds bound is given; 0 = no walk bound)");
     cmd->add_option("--seconds", o->seconds, "Budget in seconds (0 = no time bound)");
     cmd->add_option("--threads", o->threads, "Worker threads")->check(CLI::Range(1u, 256u));
     cmd->add_option("--shard", *shard, "Run shard i of n (i/n): walks with index % n == i");
@@ -436,8 +436,8 @@ void register_fuzz(CLI::App& app, Common& common) {
                 const auto found = std::find_if(r.violations.begin(), r.violations.end(),
                                                 [&](const sim::FoundViolation& f) { return f.walk == v["walk"].get<std::uint64_t>(); });
                 if (found != r.violations.end())
-                    std::printf("walk %llu violates %s (shrunk to %zu steps):\n%s", static_cast<unsigned long long>(found->walk),
-                                found->invariant.c_str(), found->counterexample.steps.size(), sim::format_counterexample(found->counterexample).c_str());
+                    std::printf("walk %llu violates %s (shrunk to %zu step%s):\n%s", static_cast<unsigned long long>(found->walk),
+                                found->invariant.c_str(), found->counterexample.steps.size(), found->counterexample.steps.size() == 1 ? "" : "s", sim::format_counterexample(found->counterexample).c_str());
                 else
                     std::printf("walk %llu violates %s (found before the resume)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
                                 v["invariant"].get<std::string>().c_str());
@@ -485,8 +485,8 @@ void register_merge(CLI::App& app, Common& common) {
                      static_cast<unsigned long long>(count), static_cast<unsigned long long>(merged["walks"].get<std::uint64_t>()),
                      static_cast<unsigned long long>(merged["steps"].get<std::uint64_t>()), found.size());
         for (const nlohmann::json& v : found)
-            std::fprintf(summary, "walk %llu violates %s (%zu steps)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
-                         v["invariant"].get<std::string>().c_str(), v["steps"].size());
+            std::fprintf(summary, "walk %llu violates %s (%zu step%s)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
+                         v["invariant"].get<std::string>().c_str(), v["steps"].size(), v["steps"].size() == 1 ? "" : "s");
         if (!found.empty()) {
             std::fflush(summary);
             std::fprintf(stderr, "reproduce: %s\n", fuzz_reproduce(merged, found.front()["walk"].get<std::uint64_t>()).c_str());

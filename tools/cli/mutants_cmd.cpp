@@ -94,7 +94,7 @@ void register_mutants(CLI::App& app, Common& common) {
                             {"counterexample_steps", steps}, {"seconds", r.seconds}, {"states", r.states}, {"exhausted", r.exhausted}});
             if (!*json)
                 std::printf("%-26s %-9s %-24s %6zu %9.2f  %s\n", p.name.c_str(),
-                            is_validated ? (detected ? "VIOLATED" : (r.exhausted ? "clean" : "bound hit")) : (detected ? "yes" : "NO"),
+                            detected ? (is_validated ? "VIOLATED" : "yes") : !r.exhausted ? "bound hit" : is_validated ? "clean" : "NO",
                             invariant.empty() ? "-" : invariant.c_str(), steps, r.seconds,
                             is_validated ? ("(none; " + std::to_string(r.states) + (r.exhausted ? " states, exhaustive)" : " states)")).c_str()
                                          : p.removes.c_str());
