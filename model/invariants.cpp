@@ -72,16 +72,15 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
     const Request& q = w.requests[r];
     const std::uint32_t len = q.resume_len;
     const std::vector<ReadFact> facts = read_facts(w, r);
-    auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
     auto fail_at = [&](const char* name, const PlanEntry& e, std::string detail) {
         out.push_back({name, entry_text(w, r, e) + " " + detail, e, std::move(detail)});
     };
-    if (len % w.derived.lcm_tokens != 0)
-        {
-            std::string detail = "resumes at " + std::to_string(len) + " tokens, not a multiple of the LCM block boundary " +
-                                 std::to_string(w.derived.lcm_tokens);
-            out.push_back({"VL1_lcm_boundary", request_name(w, r) + " " + detail, std::nullopt, detail});
-        }
+    if (len % w.derived.lcm_tokens != 0) {
+        std::string detail = "resumes at " + std::to_string(len) + " tokens, not a multiple of the LCM block boundary " +
+                             std::to_string(w.derived.lcm_tokens);
+        std::string message = request_name(w, r) + " " + detail;
+        out.push_back({"VL1_lcm_boundary", std::move(message), std::nullopt, std::move(detail)});
+    }
     std::vector<Range> need;
     for (std::uint8_t g = 0; g < w.config->groups.size(); ++g) required_ranges(w, g, len, need);
     for (const Range& n : need) {
@@ -102,8 +101,9 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
                                " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) + ")",
                            missing, "has nothing resumable for resume point " + std::to_string(len)});
             if (window)
-                fail("VL3_group_intersection", "group " + grp.name + " cannot resume at " + std::to_string(len) +
-                                                   " for " + request_name(w, r));
+                out.push_back({"VL3_group_intersection",
+                               "group " + grp.name + " cannot resume at " + std::to_string(len) + " for " + request_name(w, r), missing,
+                               "cannot resume at " + std::to_string(len) + ": the window lacks this range"});
         }
     }
     for (const ReadFact& f : facts) {
@@ -112,12 +112,12 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
             fail_at("VL3_group_intersection", e, "reads past the common resume point " + std::to_string(len));
         if (f.present && !f.epoch_ok)
             fail_at("RL3_toctou", e, "is read although its epoch changed since validation (" +
-                                   std::to_string(e.epoch) + " -> " + std::to_string(w.segments[e.segment].epoch) + ")");
+                                         std::to_string(e.epoch) + " -> " + std::to_string(w.segments[e.segment].epoch) + ")");
         if (f.present && q.config_epoch_at_lookup != w.config_epoch)
             fail_at("RL3_toctou", e, "is read although the model config changed since validation");
         if (f.present && f.epoch_ok && !f.resident)
             fail_at("FM5_resident", e, "is read while registered but not resident (stage " +
-                                     std::string(stage_name(w.segments[e.segment].stage)) + ")");
+                                           std::string(stage_name(w.segments[e.segment].stage)) + ")");
         // Layout and index judge the segment the plan named; once its epoch moved on (its id may
         // even belong to another segment now) RL3 is what that read breaks.
         if (f.present && f.epoch_ok && !f.layout_ok) fail_at("VL2_layout", e, "is read by a kernel of another layout");
@@ -134,7 +134,7 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
             const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
             if (e.start < boundary)
                 fail_at("FM2_tail_boundary", e, "starts before the compression boundary " + std::to_string(boundary) +
-                                              " of the resume point: whole compressed segments end there");
+                                                    " of the resume point: whole compressed segments end there");
             for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) {
                 const bool have = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& o) {
                     return o.present && o.entry.group == e.group && o.entry.form == Form::compressed_kv &&
@@ -142,7 +142,7 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
                 });
                 if (!have) {
                     fail_at("FM2_tail_boundary", e, "follows a gap: no compressed segment for [" +
-                                                  std::to_string(x) + "," + std::to_string(x + grp.segment_tokens) + ")");
+                                                        std::to_string(x) + "," + std::to_string(x + grp.segment_tokens) + ")");
                     break;
                 }
             }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/steps.hpp"
@@ -14,12 +15,16 @@
 namespace kvcheck::model {
 
 struct Violation {
+    Violation() = default;
+    Violation(std::string name, std::string text, std::optional<PlanEntry> where = std::nullopt, std::string what = {})
+        : invariant(std::move(name)), message(std::move(text)), entry(where), detail(std::move(what)) {}
+
     std::string invariant;  // e.g. "RL3_toctou"
     std::string message;    // a sentence a person can act on
     // A read-time violation of one entry of the plan, or of one range a group must hold to
     // resume (segment kNone): that entry, and what is wrong with it, the message without the
     // request and entry it starts with (a resume length off the grain has the detail alone).
-    // Unset and empty for the others.
+    // Unset and empty for the checks after other steps.
     std::optional<PlanEntry> entry;
     std::string detail;
 };

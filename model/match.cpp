@@ -296,10 +296,12 @@ private:
     // (possibly after a load).
     std::optional<MissReason> problem(std::uint32_t id, std::uint8_t g, std::uint32_t start, std::uint32_t end,
                                       bool* needs_load, std::uint32_t* bad = nullptr) const {
+        // The reuse scope is configuration, which `naive` (accept_all_) keeps too.
+        if (id != kNone && w_.rollout == Rollout::intra_request && w_.owner_uid(w_.segments[id]) != spec_.reuse_scope)
+            return MissReason::rollout;
         if (accept_all_) return std::nullopt;
         if (id == kNone) return MissReason::not_cached;
         const Segment& s = w_.segments[id];
-        if (w_.rollout == Rollout::intra_request && w_.owner_uid(s) != spec_.reuse_scope) return MissReason::rollout;
         if (s.stage == Stage::writing) return MissReason::writing;
         if (s.kv_version != w_.kv_version) return MissReason::version;
         if (d_.whole_segment_check && (!s.whole || s.stage == Stage::evicting)) return MissReason::partial_segment;

@@ -516,10 +516,13 @@ private:
             c.end = e.end;
             c.cause = std::move(cause);
         };
-        // The entry whose content is wrong, else the entry or range the violation names.
+        // The entry whose content is wrong (OR1 names it), else the entry or range the violation names.
         const std::vector<model::ReadFact> facts = model::read_facts(world_, r);
         const auto wrong = std::find_if(facts.begin(), facts.end(), [](const model::ReadFact& f) { return f.expected != f.actual; });
-        if (wrong != facts.end()) place(wrong->entry, model::mismatch_cause(*wrong));
+        if (wrong != facts.end()) {
+            c.invariant = "OR1_ground_truth";
+            place(wrong->entry, model::mismatch_cause(*wrong));
+        }
         else if (bad->entry) place(*bad->entry, bad->detail);
         else if (!bad->detail.empty()) c.cause = bad->detail;
         metrics_.corruption_examples.push_back(std::move(c));

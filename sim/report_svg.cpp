@@ -24,9 +24,7 @@ constexpr double kBarWidth = 260;
 
 std::string fixed(double value, int decimals) {
     char buffer[64];
-    // Halves round away from zero: a share such as 115/400 is 28.749999999999996 % as a double,
-    // which would print as 28.7 %. The nudge is far below any digit printed.
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value + value * 1e-12);
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
     return buffer;
 }
 
@@ -91,7 +89,9 @@ std::string format_value(double value, Unit unit) {
             }
             return out;
         }
-        case Unit::ratio: return fixed(value * 100, 1) + "%";
+        // Halves round up: a share such as 115/400 is 28.749999999999996 % as a double, which
+        // would print as 28.7 %; a nudge of 1e-9 % is far below the digit printed.
+        case Unit::ratio: return fixed(value * 100 + 1e-9, 1) + "%";
         case Unit::bytes: {
             static constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
             std::size_t i = 0;

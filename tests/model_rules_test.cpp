@@ -383,7 +383,9 @@ TEST(Rollout, IntraRequestReusesOnlyItsOwnScope) {
         const std::uint32_t other = add(w, 2, ids(5), 80, 0);
         const LookupResult own = lookup_step(w, same);
         EXPECT_EQ(own.resume_len, 64u);
-        if (std::string(policy) == "validated") EXPECT_EQ(own.verdict, VerdictKind::resumable);
+        if (std::string(policy) == "validated") {
+            EXPECT_EQ(own.verdict, VerdictKind::resumable);
+        }
         const LookupResult foreign = lookup_step(w, other);
         EXPECT_EQ(foreign.resume_len, 0u);
         EXPECT_EQ(foreign.verdict, VerdictKind::full_recompute);

@@ -407,13 +407,8 @@ TEST_F(ReportTest, HeadlessChromiumDrawsEveryChart) {
     EXPECT_EQ(count(o.err, "Uncaught"), 0u) << o.err;
 }
 
-// Text from a scenario (its name, a file name, a message) goes into report.html and JUnit XML
-// through one escape: markup escaped, and what XML 1.0 cannot hold and HTML calls a parse error
-// (control characters, U+FFFE and U+FFFF, bytes that are not UTF-8) replaced by U+FFFD, while
-// tabs, line breaks and other UTF-8 text stay.
-// Proves: a share that is an exact half in decimal rounds away from zero on the page, though its
-// double lies just below the half (115/400 is 0.28749999999999998), so the shares of one chart
-// add up as their counts do.
+// Proves: a share that is an exact half in decimal rounds up on the page, though its double lies
+// just below the half (115/400 is 0.28749999999999998).
 TEST(ReportValues, SharesRoundHalvesUp) {
     using kvcheck::sim::svg::Unit;
     EXPECT_EQ(kvcheck::sim::svg::format_value(115.0 / 400.0, Unit::ratio), "28.8%");
@@ -422,6 +417,10 @@ TEST(ReportValues, SharesRoundHalvesUp) {
     EXPECT_EQ(kvcheck::sim::svg::format_value(1.0 / 3.0, Unit::ratio), "33.3%");
 }
 
+// Text from a scenario (its name, a file name, a message) goes into report.html and JUnit XML
+// through one escape: markup escaped, and what XML 1.0 cannot hold and HTML calls a parse error
+// (control characters, U+FFFE and U+FFFF, bytes that are not UTF-8) replaced by U+FFFD, while
+// tabs, line breaks and other UTF-8 text stay.
 TEST(ReportEscape, MarkupAndCharactersXmlCannotHold) {
     const std::string replacement = "\xEF\xBF\xBD";
     EXPECT_EQ(kvcheck::sim::svg::escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");

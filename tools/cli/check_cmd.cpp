@@ -69,6 +69,9 @@ void remove_counterexample(const std::string& dir) {
     for (const char* name : {"/counterexample.json", "/counterexample.dot"}) sim::remove_stale(dir + name);
 }
 
+// "1 step", "12 steps".
+std::string counted_steps(std::size_t n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); }
+
 void write_counterexample(const std::string& dir, const sim::Scope& scope, const std::string& policy, const sim::Counterexample& c) {
     sim::ensure_directory(dir);
     const std::string note = "counterexample for policy " + policy + ": " + (c.violations.empty() ? "" : c.violations.front().invariant);
@@ -267,7 +270,7 @@ void register_check(CLI::App& app, Common& common) {
                             static_cast<unsigned long long>(r.stuck_states));
             if (r.stuck_states > 0) std::printf("LV1_progress: %llu terminal states leave a request unfinished\n", static_cast<unsigned long long>(r.stuck_states));
             if (r.counterexample) {
-                std::printf("counterexample (%zu step%s", r.counterexample->steps.size(), r.counterexample->steps.size() == 1 ? "" : "s");
+                std::printf("counterexample (%s", counted_steps(r.counterexample->steps.size()).c_str());
                 // A warm-up's counterexample replays from the scope with the violating request cold.
                 const sim::Scope& from = r.counterexample_scope.value_or(scope);
                 for (std::size_t i = 0; i < from.requests.size(); ++i) {
@@ -381,13 +384,11 @@ void register_fuzz(CLI::App& app, Common& common) {
             *shard = shard_name(*o);
             walks_before = previous.at("walks").get<std::uint64_t>();
             steps_before = previous.at("steps").get<std::uint64_t>();
+            if (o->walks == 0 && o->seconds <= 0)  // before any walk
+                throw sim::InputError(*resume, "--seconds", "the fuzz.json is of a campaign bounded by time alone (walk_budget 0): give its --seconds again");
             carried_first = sim::rewalk_carried(carried, *o, *resume);
         }
-        if (o->walks == 0 && o->seconds <= 0) {
-            if (!resume->empty())
-                throw sim::InputError(*resume, "--seconds", "the fuzz.json is of a campaign bounded by time alone (walk_budget 0): give its --seconds again");
-            throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
-        }
+        if (o->walks == 0 && o->seconds <= 0) throw sim::InputError("", "--walks", "give a budget: --walks N or --seconds S");
         o->stop = &interrupted;
         std::fprintf(*json ? stderr : stdout, "seed=%llu policy=%s%s shard=%s threads=%u\n", static_cast<unsigned long long>(o->seed),
                      o->policy.c_str(), o->model == "toy" ? "" : (" model=" + o->model).c_str(), shard->c_str(), o->threads);
@@ -436,8 +437,8 @@ void register_fuzz(CLI::App& app, Common& common) {
                 const auto found = std::find_if(r.violations.begin(), r.violations.end(),
                                                 [&](const sim::FoundViolation& f) { return f.walk == v["walk"].get<std::uint64_t>(); });
                 if (found != r.violations.end())
-                    std::printf("walk %llu violates %s (shrunk to %zu step%s):\n%s", static_cast<unsigned long long>(found->walk),
-                                found->invariant.c_str(), found->counterexample.steps.size(), found->counterexample.steps.size() == 1 ? "" : "s", sim::format_counterexample(found->counterexample).c_str());
+                    std::printf("walk %llu violates %s (shrunk to %s):\n%s", static_cast<unsigned long long>(found->walk),
+                                found->invariant.c_str(), counted_steps(found->counterexample.steps.size()).c_str(), sim::format_counterexample(found->counterexample).c_str());
                 else
                     std::printf("walk %llu violates %s (found before the resume)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
                                 v["invariant"].get<std::string>().c_str());
@@ -485,8 +486,8 @@ void register_merge(CLI::App& app, Common& common) {
                      static_cast<unsigned long long>(count), static_cast<unsigned long long>(merged["walks"].get<std::uint64_t>()),
                      static_cast<unsigned long long>(merged["steps"].get<std::uint64_t>()), found.size());
         for (const nlohmann::json& v : found)
-            std::fprintf(summary, "walk %llu violates %s (%zu step%s)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
-                         v["invariant"].get<std::string>().c_str(), v["steps"].size(), v["steps"].size() == 1 ? "" : "s");
+            std::fprintf(summary, "walk %llu violates %s (%s)\n", static_cast<unsigned long long>(v["walk"].get<std::uint64_t>()),
+                         v["invariant"].get<std::string>().c_str(), counted_steps(v["steps"].size()).c_str());
         if (!found.empty()) {
             std::fflush(summary);
             std::fprintf(stderr, "reproduce: %s\n", fuzz_reproduce(merged, found.front()["walk"].get<std::uint64_t>()).c_str());

@@ -1,1 +1,0 @@
-kvcheck: <input>:--bogus: The following argument was not expected: --bogus (see --help)
