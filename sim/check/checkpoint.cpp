@@ -146,7 +146,8 @@ std::string encode_checkpoint(const ExploreCheckpoint& c) {
 bool may_hold_checkpoint(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return true;
-    constexpr std::string_view kAnyVersion = "kvcheck.check-checkpoint/";
+    const std::string_view magic = kMagic;
+    const std::string_view kAnyVersion = magic.substr(0, magic.rfind('/') + 1);  // "kvcheck.check-checkpoint/"
     std::ifstream in(path, std::ios::binary);
     std::string start(kAnyVersion.size(), '\0');
     in.read(start.data(), static_cast<std::streamsize>(start.size()));
