@@ -45,11 +45,15 @@ bool built_with_cuda() {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why) {
-    if (name == "cpu") return make_cpu_backend();
+std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why, BackendOptions options) {
+    if (name == "cpu") {
+        if (options.graph_guard) return make_cpu_backend();
+        why = "the CPU backend captures no decode graphs, so it has no graph guard to drop (expected --backend cuda)";
+        return nullptr;
+    }
     if (name == "cuda") {
 #if defined(KVCHECK_HAVE_CUDA)
-        return make_cuda_backend(why);
+        return make_cuda_backend(why, options);
 #else
         why = "built without CUDA (nvcc was not found at configure time, or KVCHECK_CUDA=OFF)";
         return nullptr;

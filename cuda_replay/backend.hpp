@@ -62,9 +62,16 @@ std::unique_ptr<Backend> make_cpu_backend();
 // CUDA kernels do: slow; tests check that make_cpu_backend() agrees with it bit for bit.
 std::unique_ptr<Backend> make_cpu_scalar_backend();
 
+struct BackendOptions {
+    // CUDA: before each decode launch, recapture the decode graph when a cache buffer it baked has
+    // moved (RL4). Off, the graph keeps running on the addresses it baked, as an engine under the
+    // `no-graph-guard` mutant does; the CPU backend has no graphs and refuses it.
+    bool graph_guard = true;
+};
+
 // "cpu" or "cuda". Returns null and sets `why` when the backend is unknown, was not built
-// ("built without CUDA") or has no device.
-std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why);
+// ("built without CUDA"), has no device, or cannot honour `options`.
+std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why, BackendOptions options = {});
 
 // True when this build contains the CUDA backend.
 bool built_with_cuda();

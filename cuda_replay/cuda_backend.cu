@@ -214,7 +214,7 @@ std::vector<std::vector<float>*> host_cache(GroupCache& g) { return {&g.raw_k, &
 
 class CudaSession final : public Session {
 public:
-    CudaSession(const TinyModel& model, int capacity);
+    CudaSession(const TinyModel& model, int capacity, bool graph_guard);
     ~CudaSession() override;
     CudaSession(const CudaSession&) = delete;
     CudaSession& operator=(const CudaSession&) = delete;
@@ -245,10 +245,14 @@ private:
     cudaGraphExec_t graph_ = nullptr;
     std::vector<const void*> captured_;  // cache addresses baked into graph_
     int recaptures_ = 0;
+    bool graph_guard_;
+    // Without the guard, buffers a migration replaced stay allocated until the session ends: the
+    // graph keeps reading and writing them (stale bytes, not freed memory).
+    std::vector<Floats> retired_;
 };
 
-CudaSession::CudaSession(const TinyModel& model, int capacity)
-    : model_(model), capacity_(capacity), max_splits_(split_count(capacity > 0 ? capacity : 1)) {
+CudaSession::CudaSession(const TinyModel& model, int capacity, bool graph_guard)
+    : model_(model), capacity_(capacity), max_splits_(split_count(capacity > 0 ? capacity : 1)), graph_guard_(graph_guard) {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
     const CacheState shape = empty_cache(model.layers(), capacity);
     for (int l = 0; l < model.layer_count(); ++l) {
@@ -376,7 +380,7 @@ std::vector<float> CudaSession::prefill(std::span<const int> tokens, std::vector
 std::vector<float> CudaSession::decode(int token, std::vector<float>& hidden) {
     if (length_ + 1 > capacity_) throw std::logic_error("decode beyond the session's capacity");
     // The graph guard: a graph whose baked cache addresses moved is recaptured before it runs.
-    if (cache_addresses() != captured_) {
+    if (graph_guard_ && cache_addresses() != captured_) {
         capture_decode();
         ++recaptures_;
     }
@@ -419,28 +423,33 @@ void CudaSession::migrate(int layer) {
         const std::vector<float> host = buffer->download(stream_);
         Floats moved(host.size());
         moved.upload(host, stream_);
+        if (!graph_guard_) retired_.push_back(std::move(*buffer));
         *buffer = std::move(moved);
     }
 }
 
 class CudaBackend final : public Backend {
 public:
+    explicit CudaBackend(bool graph_guard) : graph_guard_(graph_guard) {}
     std::string_view name() const override { return "cuda"; }
     std::unique_ptr<Session> open(const TinyModel& model, int capacity) const override {
-        return std::make_unique<CudaSession>(model, capacity);
+        return std::make_unique<CudaSession>(model, capacity, graph_guard_);
     }
+
+private:
+    bool graph_guard_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(std::string& why) {
+std::unique_ptr<Backend> make_cuda_backend(std::string& why, BackendOptions options) {
     int devices = 0;
     const cudaError_t status = cudaGetDeviceCount(&devices);
     if (status != cudaSuccess || devices == 0) {
         why = std::string("no CUDA device: ") + (status != cudaSuccess ? cudaGetErrorString(status) : "none found");
         return nullptr;
     }
-    return std::make_unique<CudaBackend>();
+    return std::make_unique<CudaBackend>(options.graph_guard);
 }
 
 }  // namespace kvcheck::replay

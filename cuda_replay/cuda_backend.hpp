@@ -10,6 +10,6 @@
 namespace kvcheck::replay {
 
 // Null with `why` set when the runtime finds no usable CUDA device.
-std::unique_ptr<Backend> make_cuda_backend(std::string& why);
+std::unique_ptr<Backend> make_cuda_backend(std::string& why, BackendOptions options);
 
 }  // namespace kvcheck::replay

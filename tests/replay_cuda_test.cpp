@@ -91,6 +91,29 @@ TEST_F(ReplayCuda, MigrationUnderCapturedGraphIsRecaptured) {
     EXPECT_EQ(replay_schedule(toy(96), *gpu_).recaptures, 0);
 }
 
+// Proves: without the graph guard (the no-graph-guard mutant), the decode graph baked at start-up
+// keeps reading and writing the buffers a reload moved away from: stale bytes lacking the rows
+// prefilled after the reload. The resume diverges at its first decode step (the prompt's own
+// positions were prefilled outside the graph), with the assembled cache itself correct (form
+// `compute`) and no recapture; without a reload, the unguarded graph is bit exact.
+TEST_F(ReplayCuda, NoGraphGuardReadsStaleAddressesAndDiverges) {
+    std::string why;
+    const std::unique_ptr<Backend> unguarded = make_backend("cuda", why, {.graph_guard = false});
+    ASSERT_NE(unguarded, nullptr) << why;
+    for (Schedule s : {toy(96), deepseek(512)}) {
+        SCOPED_TRACE(s.file);
+        EXPECT_TRUE(replay_schedule(s, *unguarded).bit_exact);
+        for (Read& read : s.reads) read.transport = {Transport::offload, Transport::load};
+        EXPECT_TRUE(replay_schedule(s, *gpu_).bit_exact);
+        const ScheduleResult r = replay_schedule(s, *unguarded);
+        ASSERT_FALSE(r.bit_exact);
+        EXPECT_EQ(r.recaptures, 0);
+        EXPECT_EQ(r.divergence->position, static_cast<int>(s.tokens.size()));
+        EXPECT_EQ(r.divergence->form, "compute");
+        EXPECT_EQ(r.reference_hash, replay_schedule(s, *gpu_).reference_hash);
+    }
+}
+
 // Proves: the GPU's reference does not depend on prefill chunking, including chunks larger than
 // one kernel launch (256 tokens): the reductions are batch-invariant.
 TEST_F(ReplayCuda, ReferenceDoesNotDependOnChunkSize) {

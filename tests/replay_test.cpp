@@ -528,6 +528,7 @@ TEST(ReplayCli, ExitCodesAndJson) {
     EXPECT_EQ(j["divergences"][0]["form"], form_of(corrupt.reads[0]));
     EXPECT_EQ(j["divergences"][0]["oracle_corrupt"], true);
     EXPECT_EQ(j["oracle_agreement"]["agree"], 2);
+    EXPECT_EQ(j["graph_guard"], true);
     r = run_cli("replay " + dir.string() + " --limit 1 --json");
     EXPECT_EQ(nlohmann::json::parse(r.out)["schedules"], 1);
     // Replaying on several threads changes nothing, including the (file-name) order.
@@ -589,5 +590,19 @@ TEST(ReplayCli, UnavailableCudaBackendExits2) {
     // The form of every other flag error: one line naming the flag.
     EXPECT_EQ(r.out.rfind("kvcheck: <input>:--backend: cuda: ", 0), 0u) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    std::filesystem::remove_all(dir);
+}
+
+// Proves: `--no-graph-guard` is refused on the CPU backend, which captures no decode graphs, with
+// one line naming the flag and exit 2, and `make_backend` refuses the option there too.
+TEST(ReplayCli, NoGraphGuardNeedsTheCudaBackend) {
+    std::string why;
+    EXPECT_EQ(make_backend("cpu", why, {.graph_guard = false}), nullptr);
+    EXPECT_NE(why.find("no decode graphs"), std::string::npos) << why;
+    const auto dir = fresh_dir("noguard");
+    write(dir / "a.json", schedule_to_json(toy(64, 96)));
+    const Cli r = run_cli("replay " + dir.string() + " --no-graph-guard");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "kvcheck: <input>:--no-graph-guard: needs --backend cuda: the cpu backend captures no decode graphs\n");
     std::filesystem::remove_all(dir);
 }

@@ -29,6 +29,7 @@ struct ReplayOptions {
     std::string out;  // write replay.json here too
     int limit = -1;
     int jobs = -1;  // -1: 2 on the CPU backend, 1 on CUDA
+    bool no_graph_guard = false;
 };
 
 // Replays every schedule on `jobs` threads. Each schedule is replayed alone with its own
@@ -81,7 +82,7 @@ std::vector<std::string> schedule_files(const std::string& path) {
     return out;
 }
 
-void print_table(const replay::Summary& summary, const std::string& backend) {
+void print_table(const replay::Summary& summary, const std::string& backend, bool graph_guard) {
     std::printf("%-32s %8s  %-9s  %-10s %-18s %8s  %-7s  %s\n", "schedule", "request", "verdict", "group", "form", "position",
                 "oracle", "agreement");
     for (const replay::ScheduleResult& r : summary.results) {
@@ -92,14 +93,17 @@ void print_table(const replay::Summary& summary, const std::string& backend) {
                     d ? std::to_string(d->position).c_str() : "-", r.oracle_corrupt ? "corrupt" : "clean",
                     std::string(replay::agreement_name(r.agreement)).c_str());
     }
-    std::printf("backend=%s schedules=%d bit_exact=%d diverged=%d oracle: agree=%d false_alarm=%d miss=%d recaptures=%d\n",
-                backend.c_str(), summary.schedules, summary.bit_exact, summary.diverged, summary.agree, summary.false_alarm,
-                summary.miss, summary.recaptures);
+    std::printf("backend=%s%s schedules=%d bit_exact=%d diverged=%d oracle: agree=%d false_alarm=%d miss=%d recaptures=%d\n",
+                backend.c_str(), graph_guard ? "" : " graph_guard=off", summary.schedules, summary.bit_exact, summary.diverged,
+                summary.agree, summary.false_alarm, summary.miss, summary.recaptures);
 }
 
 int run_replay(const ReplayOptions& options) {
+    if (options.no_graph_guard && options.backend != "cuda")
+        throw sim::InputError("", "--no-graph-guard", "needs --backend cuda: the " + options.backend + " backend captures no decode graphs");
     std::string why;
-    const std::unique_ptr<replay::Backend> backend = replay::make_backend(options.backend, why);
+    const std::unique_ptr<replay::Backend> backend =
+        replay::make_backend(options.backend, why, {.graph_guard = !options.no_graph_guard});
     if (!backend) throw sim::InputError("", "--backend", options.backend + ": " + why);
     require_result_file(options.out, "replay.json");
     // Not into the schedules' folder (that of a single schedule file too): a replay of the folder
@@ -119,15 +123,18 @@ int run_replay(const ReplayOptions& options) {
     // The CUDA backend already runs each step in parallel and its sessions share one device.
     const int jobs = options.jobs > 0 ? options.jobs : options.backend == "cpu" ? 2 : 1;
     const replay::Summary summary = replay::summarize(replay_all(schedules, *backend, jobs));
-    write_result_file(options.out, "replay.json", replay::summary_json(summary, backend->name()));
-    if (options.json) std::cout << replay::summary_json(summary, backend->name()).dump(2) << "\n";
-    else print_table(summary, options.backend);
+    nlohmann::json document = replay::summary_json(summary, backend->name());
+    document["graph_guard"] = !options.no_graph_guard;
+    write_result_file(options.out, "replay.json", document);
+    if (options.json) std::cout << document.dump(2) << "\n";
+    else print_table(summary, options.backend, !options.no_graph_guard);
     if (summary.oracle_agrees()) return 0;
     std::fflush(stdout);  // the table before the reproduce line, also when both go to one file
     for (const replay::ScheduleResult& r : summary.results) {
         if (r.agreement == replay::Agreement::agree) continue;
-        std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s\n", std::string(replay::agreement_name(r.agreement)).c_str(),
-                     r.schedule.c_str(), shell_word(r.schedule).c_str(), options.backend.c_str());
+        std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s%s\n", std::string(replay::agreement_name(r.agreement)).c_str(),
+                     r.schedule.c_str(), shell_word(r.schedule).c_str(), options.backend.c_str(),
+                     options.no_graph_guard ? " --no-graph-guard" : "");
         break;  // one command: the first schedule the oracle disagrees with
     }
     return 1;
@@ -146,6 +153,9 @@ void register_replay(CLI::App& app, Common& common) {
         ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     cmd->add_option("--jobs", options->jobs, "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
         ->check(CLI::Range(1, 256));
+    cmd->add_flag("--no-graph-guard", options->no_graph_guard,
+                  "cuda only: never recapture the decode graph when a reload moved a cache buffer it baked, as the "
+                  "no-graph-guard mutant; a resume with a reload then reads stale addresses");
     cmd->callback([options, &common] { common.exit_code = run_replay(*options); });
 }
 
