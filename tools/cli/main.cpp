@@ -88,6 +88,18 @@ std::string unknown_command(CLI::App& app) {
     return kvcheck::sim::InputError("", "command line", "unknown command \"" + rest.front() + "\" (known: " + known + ")").what();
 }
 
+// CLI11 checks required arguments before it reports words it did not expect, so `run --bogus`
+// would say the scenario is missing; this names the first unexpected option instead. Empty when
+// no option was left over.
+std::string unexpected_option(CLI::App& app) {
+    CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+    for (const std::string& word : at->remaining())
+        if (word.size() > 1 && word.starts_with("-"))
+            return kvcheck::sim::InputError("", word, "The following argument was not expected: " + word + " (see --help)").what();
+    return "";
+}
+
 // A replay grows its tables (state table, disk copies, prefix index, timeline) by reallocation,
 // and page faults on fresh memory cost as much as a fifth of a run (docs/performance.md). glibc
 // maps every block over 128 KiB afresh and returns freed memory at the top of the heap, so each
@@ -144,7 +156,8 @@ int main(int argc, char** argv) {
             const int code = app.exit(e);
             return stdout_written() ? code : 2;
         }
-        const std::string unknown = unknown_command(app);
+        std::string unknown = unknown_command(app);
+        if (unknown.empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) unknown = unexpected_option(app);
         std::fprintf(stderr, "kvcheck: %s\n", (unknown.empty() ? command_line_error(e.what()) : unknown).c_str());
         return 2;
     } catch (const kvcheck::sim::InputError& e) {
