@@ -57,7 +57,7 @@ else
     echo "gpu-check: configure (Release, CUDA, sm_90) in $build"
     within_budget cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVCHECK_CUDA=ON -DKVCHECK_BENCH=OFF \
         -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 ${KVCHECK_GPU_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 ||
-        { tail -20 "$build.configure.log"; fail "configure (missing C++ dependencies? see $build.configure.log)"; }
+        { tail -20 "$build.configure.log"; fail "configure (missing C++ dependencies? see $build.configure.log; or build on a machine with nvcc and run with --prebuilt, docs/replay.md)"; }
     grep -q "kvcheck_replay: CUDA backend enabled" "$build.configure.log" || fail "CMake did not enable the CUDA backend"
 
     echo "gpu-check: build"
