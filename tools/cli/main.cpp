@@ -76,11 +76,17 @@ std::string command_line_error(const std::string& what) {
     return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
 }
 
+// The innermost command the words named (the app itself when they named none).
+CLI::App& innermost_command(CLI::App& app) {
+    CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+    return *at;
+}
+
 // CLI11 reports a word that names no command as a missing command; this names the word and the
 // commands there are instead. Empty when the words left are no such case.
 std::string unknown_command(CLI::App& app) {
-    CLI::App* at = &app;
-    while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+    CLI::App* at = &innermost_command(app);
     const std::vector<std::string> rest = at->remaining();
     if (rest.empty() || rest.front().starts_with("-") || at->get_subcommands({}).empty()) return "";
     std::string known;
@@ -92,9 +98,7 @@ std::string unknown_command(CLI::App& app) {
 // would say the scenario is missing; this names the first unexpected option instead. Empty when
 // no option was left over.
 std::string unexpected_option(CLI::App& app) {
-    CLI::App* at = &app;
-    while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
-    for (const std::string& word : at->remaining())
+    for (const std::string& word : innermost_command(app).remaining())
         if (word.size() > 1 && word.starts_with("-"))
             return kvcheck::sim::InputError("", word, "The following argument was not expected: " + word + " (see --help)").what();
     return "";
