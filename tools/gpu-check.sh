@@ -37,8 +37,6 @@ within_budget() {
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader ||
     fail "no GPU visible (nvidia-smi)"
-nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-[[ -x $nvcc ]] || fail "no nvcc found (set CUDACXX)"
 command -v python3 >/dev/null || fail "python3 is needed to compare the summaries"
 
 step_started=$SECONDS
@@ -54,6 +52,8 @@ if $prebuilt; then
         within_budget "$test" >>"$build.ctest.log" 2>&1 || { tail -40 "$build.ctest.log"; fail "cuda tests ($test)"; }
     done
 else
+    nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+    [[ -x $nvcc ]] || fail "no nvcc found (set CUDACXX, or build elsewhere and run with --prebuilt)"
     echo "gpu-check: configure (Release, CUDA, sm_90) in $build"
     within_budget cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVCHECK_CUDA=ON -DKVCHECK_BENCH=OFF \
         -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 ${KVCHECK_GPU_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 ||
