@@ -149,6 +149,13 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
         }
         if (f.expected != f.actual)
             fail_at("OR1_ground_truth", e, "holds content that differs from the ground truth: " + mismatch_cause(f));
+        // The entry the plan validated (once its epoch moved on, RL3 is what that read breaks).
+        if (f.present && f.epoch_ok && w.rollout == Rollout::off)
+            fail_at("RO1_rollout_scope", e, "is read although rollout is off (no prefix reuse)");
+        if (f.present && f.epoch_ok && w.rollout == Rollout::intra_request &&
+            w.owner_scope(w.segments[e.segment]) != q.spec->reuse_scope)
+            fail_at("RO1_rollout_scope", e, "was written by request " + std::to_string(w.owner_uid(w.segments[e.segment])) +
+                                                ", outside the reader's reuse scope (rollout intra-request)");
     }
 }
 
@@ -389,6 +396,7 @@ const std::vector<InvariantInfo>& invariant_catalogue() {
         {"FM4_index_version", "an index read was built over the KV version being read"},
         {"FM5_resident", "a segment read is resident on the GPU, not just registered"},
         {"OR1_ground_truth", "every resume reads content equal to the ground truth"},
+        {"RO1_rollout_scope", "no resume reads an entry outside the rollout mode's reuse scope (off: none; intra-request: the request's own)"},
         {"ST1_state_table", "the prefix index, slots and byte accounting agree with the state table"},
         {"ST2_pins", "pin counts equal the holds requests keep"},
     };

@@ -1,5 +1,6 @@
 // Executable invariants, named after the design: red lines RL1-RL4, validation layers VL1-VL4,
-// per-form resumability FM1-FM5, the oracle OR1 and the structural state-table checks ST1-ST2.
+// per-form resumability FM1-FM5, the oracle OR1, the rollout scope RO1 and the structural
+// state-table checks ST1-ST2.
 // Each is a predicate over the World and the step just taken that explains any violation.
 #pragma once
 

@@ -297,7 +297,8 @@ private:
     std::optional<MissReason> problem(std::uint32_t id, std::uint8_t g, std::uint32_t start, std::uint32_t end,
                                       bool* needs_load, std::uint32_t* bad = nullptr) const {
         // The reuse scope is configuration, which `naive` (accept_all_) keeps too.
-        if (id != kNone && w_.rollout == Rollout::intra_request && w_.owner_uid(w_.segments[id]) != spec_.reuse_scope)
+        if (id != kNone && d_.rollout_scope && w_.rollout == Rollout::intra_request &&
+            w_.owner_scope(w_.segments[id]) != spec_.reuse_scope)
             return MissReason::rollout;
         if (accept_all_) return std::nullopt;
         if (id == kNone) return MissReason::not_cached;
@@ -469,11 +470,11 @@ private:
     bool accept_all_;
 };
 
-// `scope`, when given, limits the hit to entries that owner wrote (intra-request rollout).
+// `scope`, when given, limits the hit to entries written in that reuse scope (intra-request rollout).
 std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint32_t cap, const std::uint32_t* scope = nullptr) {
     const std::uint8_t g = primary_group(world);
     const CacheGroup& grp = world.group(g);
-    const auto ours = [&](std::uint32_t id) { return scope == nullptr || world.owner_uid(world.segments[id]) == *scope; };
+    const auto ours = [&](std::uint32_t id) { return scope == nullptr || world.owner_scope(world.segments[id]) == *scope; };
     std::uint32_t len = 0;
     const std::uint32_t segments_cap = cap / grp.segment_tokens * grp.segment_tokens;
     for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len) && ours(hit.id); hit = finds.next_at(g, len))
@@ -556,7 +557,7 @@ LookupResult lookup(const World& world, const Request& request) {
     PrefixFinds finds(world, spec);
     const std::uint32_t cap = spec.input_tokens > 0 ? spec.input_tokens - 1 : 0;
     result.hash_hit_len = hash_hit_length(world, finds, cap);
-    if (world.rollout == Rollout::off) {
+    if (world.rollout == Rollout::off && d.rollout_scope) {
         const std::uint32_t grain = resume_grain(world);
         if (result.hash_hit_len > 0)
             result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout, result.hash_hit_len / grain * grain});

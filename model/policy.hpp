@@ -30,6 +30,7 @@ struct Defenses {
     bool truncate_every_group = true;  // every group, not just the first of a kind, is cut to the common length
     bool restore_index_with_kv = true; // a KV reload from a lower tier restores its indexer pages too
     bool load_length_check = true;     // F2: a load that delivered fewer bytes than the segment holds failed
+    bool rollout_scope = true;         // the rollout mode's reuse scope: none under off, the request's own under intra-request
     bool hash_hit_is_enough = false;   // the old rule: a hash hit on the first group is reused as is
 };
 

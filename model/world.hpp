@@ -388,6 +388,9 @@ struct World {
         return seg.form == Form::linear_state || (start_of(seg) <= start && end <= seg.end);
     }
     std::uint32_t owner_uid(const Segment& seg) const { return writers[seg.writer].uid; }
+    // The reuse scope of the request that wrote it (RequestSpec::reuse_scope): a sampled answer
+    // writes in its first answer's scope.
+    std::uint32_t owner_scope(const Segment& seg) const { return writers[seg.writer].spec->reuse_scope; }
     const RequestSpec& writer_spec(const Segment& seg) const { return *writers[seg.writer].spec; }
     // A tail block's compression boundary (the segment boundary its start lies in), a linear
     // checkpoint's state position, 0 for every other entry.

@@ -235,14 +235,16 @@ TEST(Explorer, LivenessAnalysisRuns) {
 
 class MutantTest : public ::testing::TestWithParam<std::string> {};
 
-// Proves each mutant is caught at the reference scope with the invariant the policy table names,
+// Proves each mutant is caught at its home scope (the reference scope, or the rollout scope for
+// the one that leaves the rollout mode's reuse scope) with the invariant the policy table names,
 // and that the counterexample replays without the explorer to the same violation.
 TEST_P(MutantTest, IsCaughtWithAReplayableCounterexample) {
     const model::PolicyInfo& p = *model::find_policy(GetParam());
-    const sim::ExploreReport r = explore("reference", p.name, p.breaks);
+    const std::string scope = sim::home_scope(p);
+    const sim::ExploreReport r = explore(scope, p.name, p.breaks);
     ASSERT_TRUE(r.counterexample.has_value()) << p.name << " was not detected";
     EXPECT_LE(r.counterexample->steps.size(), 20u);
-    const sim::TrailResult replay = sim::replay_trail(sim::named_scope("reference"), p.defenses, r.counterexample->steps);
+    const sim::TrailResult replay = sim::replay_trail(sim::named_scope(scope), p.defenses, r.counterexample->steps);
     EXPECT_TRUE(replay.valid);
     EXPECT_TRUE(sim::violates(replay.violations, p.breaks));
     EXPECT_EQ(replay.violating_step + 1, r.counterexample->steps.size()) << "the violation is at the trail's last step";

@@ -134,13 +134,15 @@ TEST(ModelProperty, ValidatedNeverViolatesAnInvariantWithExtents) {
 }
 
 // (b) Each mutant is caught: RapidCheck finds a case violating the invariant the policy table
-// says the mutant breaks, and shrinks it to a short step sequence.
+// says the mutant breaks, and shrinks it to a short step sequence. Mutants are searched under
+// cross-request rollout, where reuse happens, except the one that ignores the rollout mode,
+// which is searched under every mode.
 class MutantProperty : public testing::TestWithParam<std::string> {};
 
 TEST_P(MutantProperty, CaughtWithAShortCounterexample) {
     const model::PolicyInfo* p = model::find_policy(GetParam());
     ASSERT_NE(p, nullptr);
-    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/false, kMutantSeed, kMutantCasesMax, kFullSize);
+    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/!p->defenses.rollout_scope, kMutantSeed, kMutantCasesMax, kFullSize);
     ASSERT_TRUE(s.error.empty()) << s.error;
     ASSERT_TRUE(s.found) << p->name << " not caught in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed << std::dec
                          << ", " << s.seconds << " s)";
@@ -159,7 +161,8 @@ class MutantPropertyWithExtents : public testing::TestWithParam<std::string> {};
 TEST_P(MutantPropertyWithExtents, CaughtWithAShortCounterexample) {
     const model::PolicyInfo* p = model::find_policy(GetParam());
     ASSERT_NE(p, nullptr);
-    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/false, kMutantSeed, kMutantCasesMax, kFullSize, /*extents=*/true);
+    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/!p->defenses.rollout_scope, kMutantSeed, kMutantCasesMax, kFullSize,
+                            /*extents=*/true);
     ASSERT_TRUE(s.error.empty()) << s.error;
     ASSERT_TRUE(s.found) << p->name << " not caught with extents in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed
                          << std::dec << ", " << s.seconds << " s)";

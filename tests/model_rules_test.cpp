@@ -514,7 +514,7 @@ TEST(Mutants, TableNamesCataloguedInvariants) {
                              d.drop_verdict_on_failed_load != v.drop_verdict_on_failed_load ||
                              d.truncate_every_group != v.truncate_every_group ||
                              d.restore_index_with_kv != v.restore_index_with_kv || d.load_length_check != v.load_length_check ||
-                             d.hash_hit_is_enough != v.hash_hit_is_enough;
+                             d.rollout_scope != v.rollout_scope || d.hash_hit_is_enough != v.hash_hit_is_enough;
         EXPECT_TRUE(differs) << p.name << " has the validated defenses";
     }
     EXPECT_GE(mutants, 14u);

@@ -94,7 +94,7 @@ rc::Gen<RequestDraw> gen_request() {
 rc::Gen<std::uint32_t> gen_weight() { return rc::gen::element<std::uint32_t>(40, 12, 120); }
 rc::Gen<std::uint32_t> gen_config_weight() { return rc::gen::element<std::uint32_t>(12, 4, 40); }
 
-// vary_rollout: also draw the rollout mode (mutants are searched under cross_request, where reuse happens).
+// vary_rollout: also draw the rollout mode (cross_request, where reuse happens, stays the most likely).
 rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
     return rc::gen::build<ScopeDraw>(
         rc::gen::set(&ScopeDraw::requests,

@@ -136,10 +136,26 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, tier, load-wait, pin-epoch, extents, session, sampling)");
+    if (name == "rollout") {
+        // Rollout intra-request: request 0 has run to the end; request 1 is a second sampled
+        // answer of it, in its reuse scope, so it may reuse request 0's prompt; request 2 extends
+        // that prompt but is another request, which may not (RO1_rollout_scope).
+        s.requests = {{{1, 2, 3, 4, 5, 6}, 96, 16, true}, {{1, 2, 3, 4, 5, 6}, 96, 16, false, -1, 1}, {{1, 2, 3, 4, 5, 6, 7}, 112, 0}};
+        s.rollout = model::Rollout::intra_request;
+        s.limits.gpu_budget_bytes = 40'000;
+        s.max_faults = 1;
+        s.max_background = 1;
+        s.max_depth = 60;
+        return s;
+    }
+    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, tier, load-wait, pin-epoch, extents, session, sampling, rollout)");
 }
 
-std::vector<std::string> scope_names() { return {"reference", "small", "tier", "load-wait", "pin-epoch", "extents", "session", "sampling"}; }
+std::vector<std::string> scope_names() {
+    return {"reference", "small", "tier", "load-wait", "pin-epoch", "extents", "session", "sampling", "rollout"};
+}
+
+std::string home_scope(const model::PolicyInfo& policy) { return policy.defenses.rollout_scope ? "reference" : "rollout"; }
 
 std::string turn_problem(const Scope& scope, std::size_t i) {
     const RequestTemplate& t = scope.requests[i];
@@ -155,6 +171,22 @@ std::string turn_problem(const Scope& scope, std::size_t i) {
     return "";
 }
 
+namespace {
+
+// The earlier request whose sampled answer request i is (sample 0, the same prompt, neither a
+// turn), or i itself when it has none.
+std::size_t first_answer(const Scope& scope, std::size_t i) {
+    const RequestTemplate& t = scope.requests[i];
+    if (t.sample == 0 || t.continues >= 0) return i;
+    for (std::size_t j = 0; j < i; ++j) {
+        const RequestTemplate& c = scope.requests[j];
+        if (c.sample == 0 && c.continues < 0 && c.ids == t.ids && c.input_tokens == t.input_tokens) return j;
+    }
+    return i;
+}
+
+}  // namespace
+
 model::World initial_world(const Scope& scope, const model::Defenses& defenses) {
     model::World w(std::make_shared<model::ModelConfig>(scope.model), defenses, scope.limits, scope.rollout);
     std::vector<std::shared_ptr<const model::RequestSpec>> specs;
@@ -162,12 +194,16 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
         const RequestTemplate& t = scope.requests[uid];
         if (const std::string why = turn_problem(scope, uid); !why.empty())
             throw std::invalid_argument("request " + std::to_string(uid) + ": " + why);
+        // A sampled answer forks from the first answer of the same prompt when the scope has one
+        // (model::sample_of: its reuse scope too); else it is a request of its own.
+        const std::size_t first = first_answer(scope, uid);
         auto spec = std::make_shared<model::RequestSpec>(
-            t.continues < 0 ? model::make_request_spec(uid, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)
-                            : model::make_turn_spec(uid, specs[static_cast<std::size_t>(t.continues)],
-                                                    scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
-                                                        scope.content_block_tokens,
-                                                    t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens));
+            first < uid      ? model::sample_of(*specs[first], uid, t.sample)
+            : t.continues < 0 ? model::make_request_spec(uid, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)
+                              : model::make_turn_spec(uid, specs[static_cast<std::size_t>(t.continues)],
+                                                      scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
+                                                          scope.content_block_tokens,
+                                                      t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens));
         spec->sample = t.sample;
         specs.push_back(std::move(spec));
         w.add_request(specs.back());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/invariants.hpp"
+#include "model/policy.hpp"
 #include "model/steps.hpp"
 
 namespace kvcheck::sim {
@@ -55,9 +56,14 @@ bool is_background(model::StepKind kind);
 // pin/epoch race alone: one plain KV group, a prefix already cached, three readers of it and an
 // evictor; no faults, no offloads: the protocol the SPIN comparison in docs/checker.md uses) and
 // "session" (a finished first turn whose answer a second turn resumes: decoded KV read back) and
-// "sampling" (two sampled answers of one prompt, with extents).
+// "sampling" (two sampled answers of one prompt, with extents) and "rollout" (rollout
+// intra-request: two sampled answers of one prompt and another request extending it).
 // Throws std::invalid_argument for an unknown name.
 Scope named_scope(const std::string& name);
+// The named scope where `kvcheck mutants` checks a policy unless told otherwise: "rollout" for one
+// that leaves the rollout mode's reuse scope (every scope but that one reuses across requests),
+// else "reference".
+std::string home_scope(const model::PolicyInfo& policy);
 std::vector<std::string> scope_names();
 
 // Why request i's `continues` cannot be: not an earlier request, a prompt too short for that

@@ -1,7 +1,7 @@
-// `kvcheck mutants`: checks every mutant policy and `validated` at a scope. A mutant is detected
-// when exploration reaches a violation of the invariant it is expected to break; the table gives
-// the counterexample length and the time to detect. Exit 0 only when every mutant is detected and
-// validated is clean.
+// `kvcheck mutants`: checks every mutant policy and `validated` at a scope: the one --scope names,
+// else each policy's home scope (sim::home_scope). A mutant is detected when exploration reaches a
+// violation of the invariant it is expected to break; the table gives the counterexample length and
+// the time to detect. Exit 0 only when every mutant is detected and validated is clean.
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -29,13 +29,14 @@ void register_mutants(CLI::App& app, Common& common) {
     auto reduction = std::make_shared<std::string>("none");
     auto order = std::make_shared<std::string>("bfs");
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
-    cmd->add_option("--scope", *scope_name, scope_help());
+    cmd->add_option("--scope", *scope_name,
+                    scope_help() + ". Without it, each policy is checked at its home scope: rollout-leak at rollout, every other at reference");
     cmd->add_option("--policy", *only, "Check only this policy");
     cmd->add_option("--max-seconds", *seconds, "Time bound per policy, in seconds (default 120)");
     cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
     cmd->add_option("--order", *order, "bfs (default) or dfs (see kvcheck check --help)");
     cmd->add_option("--regress", *regress, "Write each counterexample as a regression scenario (with its expect block) here, named POLICY.json (SCOPE-POLICY.json outside the reference scope); files of policies not detected in this run are kept");
-    cmd->add_flag("--json", *json, "Print a JSON list of {policy, detected, invariant, counterexample_steps, seconds}");
+    cmd->add_flag("--json", *json, "Print a JSON list of {policy, removes, detected, invariant, counterexample_steps, seconds, states, exhausted, scope}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
     auto out = std::make_shared<std::string>();
     cmd->add_option("--out", *out, "Also write the results (the --json list) to DIR/mutants.json");
@@ -45,15 +46,18 @@ void register_mutants(CLI::App& app, Common& common) {
         const std::optional<sim::Reduction> chosen = sim::reduction_from_name(*reduction);
         if (!chosen) throw sim::InputError("", "--reduction", "unknown reduction \"" + *reduction + "\" (known: none, symmetry)");
         const sim::Order search = order_or_throw(*order);
-        const sim::Scope scope = scope_or_throw(*scope_name);
+        scope_or_throw(*scope_name);
+        const bool home = cmd->count("--scope") == 0;
+        const auto scope_of = [&](const model::PolicyInfo& p) { return home ? sim::home_scope(p) : *scope_name; };
         require_result_file(*out, "mutants.json");
-        const auto regress_file = [&](const std::string& policy) {
-            return *regress + "/" + (*scope_name == "reference" ? "" : *scope_name + "-") + policy + ".json";
+        const auto regress_file = [&](const model::PolicyInfo& p) {
+            const std::string at = scope_of(p);
+            return *regress + "/" + (at == "reference" ? "" : at + "-") + p.name + ".json";
         };
         if (!regress->empty()) {  // before any exploration: a bad path costs no work
             sim::require_output_folder(*regress);
             for (const model::PolicyInfo& p : model::policies())
-                if (only->empty() || p.name == *only) sim::require_output_file(regress_file(p.name));
+                if (only->empty() || p.name == *only) sim::require_output_file(regress_file(p));
         }
         std::vector<std::string> failed;  // policies that did not fare as they should, in table order
         nlohmann::json rows = nlohmann::json::array();
@@ -61,6 +65,7 @@ void register_mutants(CLI::App& app, Common& common) {
         std::size_t broken = 0;
         std::size_t caught = 0;
         std::string validated_said;  // how validated fared, empty when it was not checked
+        std::vector<std::string> failed_scopes;  // the scope of each failed policy
         if (!*json) std::printf("%-26s %-9s %-24s %6s %9s  %s\n", "policy", "detected", "invariant", "steps", "seconds", "defense removed");
         for (const model::PolicyInfo& p : model::policies()) {
             if (!only->empty() && p.name != *only) continue;
@@ -73,13 +78,18 @@ void register_mutants(CLI::App& app, Common& common) {
             options.progress = [&](std::uint64_t states, std::uint32_t depth, double) {
                 progress.update(states, 0, "states, depth " + std::to_string(depth));
             };
+            const std::string at = scope_of(p);
+            const sim::Scope scope = sim::named_scope(at);
             const sim::ExploreReport r = sim::explore(scope, p.defenses, options);
             progress.done();
             const bool is_validated = p.name == "validated";
             const bool detected = r.counterexample.has_value();
             const bool good = is_validated ? (!detected && r.exhausted) : detected;
             all_good = all_good && good;
-            if (!good) failed.push_back(p.name);
+            if (!good) {
+                failed.push_back(p.name);
+                failed_scopes.push_back(at);
+            }
             if (is_validated)
                 validated_said = detected ? "validated VIOLATED" : (r.exhausted ? "validated clean" : "validated stopped at the bound") +
                                                                     std::string(" over ") + std::to_string(r.states) + " states" +
@@ -91,21 +101,22 @@ void register_mutants(CLI::App& app, Common& common) {
             const std::string invariant = detected ? (p.breaks.empty() ? r.counterexample->violations.front().invariant : p.breaks) : "";
             const std::size_t steps = detected ? r.counterexample->steps.size() : 0;
             rows.push_back({{"policy", p.name}, {"removes", p.removes}, {"detected", detected}, {"invariant", invariant},
-                            {"counterexample_steps", steps}, {"seconds", r.seconds}, {"states", r.states}, {"exhausted", r.exhausted}});
+                            {"counterexample_steps", steps}, {"seconds", r.seconds}, {"states", r.states}, {"exhausted", r.exhausted},
+                            {"scope", at}});
             if (!*json)
                 std::printf("%-26s %-9s %-24s %6zu %9.2f  %s\n", p.name.c_str(),
                             detected ? (is_validated ? "VIOLATED" : "yes") : !r.exhausted ? "bound hit" : is_validated ? "clean" : "NO",
                             invariant.empty() ? "-" : invariant.c_str(), steps, r.seconds,
                             is_validated ? ("(none; " + std::to_string(r.states) + (r.exhausted ? " states, exhaustive)" : " states)")).c_str()
-                                         : p.removes.c_str());
+                                         : (p.removes + (home && at != "reference" ? " [scope " + at + "]" : "")).c_str());
             if (detected && !regress->empty()) {
                 sim::ensure_directory(*regress);
                 sim::Expectation expect;
                 expect.violates = {invariant};
-                const std::string note = "regression: " + p.name + " breaks " + invariant + " (found by kvcheck mutants --scope " + *scope_name + ")";
+                const std::string note = "regression: " + p.name + " breaks " + invariant + " (found by kvcheck mutants --scope " + at + ")";
                 nlohmann::json doc = sim::steps_scenario_json(r.counterexample_scope.value_or(scope), p.name, r.counterexample->steps, note, &expect);
                 doc["name"] = "regress-" + p.name;
-                sim::write_file_atomic(regress_file(p.name), doc.dump(2) + "\n");
+                sim::write_file_atomic(regress_file(p), doc.dump(2) + "\n");
             }
         }
         write_result_file(*out, "mutants.json", rows);
@@ -117,11 +128,12 @@ void register_mutants(CLI::App& app, Common& common) {
             std::printf("mutation score: %s\n", score.c_str());
         }
         std::fflush(stdout);  // the score before the reproduce lines, also when both go to one file
-        for (const std::string& name : failed) {
+        for (std::size_t i = 0; i < failed.size(); ++i) {
+            const std::string& name = failed[i];
             char bound[64] = {};
             std::to_chars(bound, bound + sizeof bound - 1, *seconds);  // the shortest form that reads back the same
             std::fprintf(stderr, "%s: reproduce: kvcheck mutants --scope %s --policy %s --max-seconds %s%s%s\n", name.c_str(),
-                         shell_word(*scope_name).c_str(), shell_word(name).c_str(), bound,
+                         shell_word(failed_scopes[i]).c_str(), shell_word(name).c_str(), bound,
                          *chosen == sim::Reduction::none ? "" : (" --reduction " + *reduction).c_str(),
                          search == sim::Order::breadth_first ? "" : " --order dfs");
         }
