@@ -70,13 +70,13 @@ std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::ui
     if (before != kNone && !hit.covers(from)) hit = next_at(world, g, from, afresh);
     std::uint32_t covered = from;
     bool sound = true;  // every entry so far is one a reader can use
-    // Under intra-request rollout only the writer's own reuse scope could read another scope's
-    // entries: they cover nothing for it, and its own entries replace them in the index.
+    // Under intra-request rollout an entry of another reuse scope is of no use to the writer's
+    // scope: like an unsound one it covers nothing, and the writer's fresh entries take its place.
     const auto ours = [&](std::uint32_t id) {
         return world.rollout != Rollout::intra_request || world.owner_scope(world.segments[id]) == spec.reuse_scope;
     };
-    for (std::uint32_t x = from; x < to && hit.covers(x) && ours(hit.id); hit = next_at(world, g, x, afresh)) {
-        if (!sound_entry(world, spec, hit.id)) {
+    for (std::uint32_t x = from; x < to && hit.covers(x); hit = next_at(world, g, x, afresh)) {
+        if (!ours(hit.id) || !sound_entry(world, spec, hit.id)) {
             sound = false;
             if (spoiled != nullptr) spoiled->push_back(hit.id);
         }
