@@ -71,7 +71,7 @@ void give_back_slot(World& w, std::uint32_t slot) {
 void prefetch_eviction(const World& w, std::uint32_t id) {
     if (id == kNone) return;
     const Segment& s = w.segments[id];
-    if (s.published) w.prefetch(s.key, s.group, s.is_tail);
+    if (s.published) w.prefetch(s.key, s.group, s.is_tail, w.segment_scope(s));
     if (s.slot != kNone) __builtin_prefetch(&w.slots[s.slot], 1);
 }
 
@@ -342,8 +342,9 @@ void publish(World& w, std::uint32_t id) {
     if (s.published) return;
     // A newer segment for the same prefix replaces the older one in the index. (An extent's key
     // is its first unit's, so the newer one starts where the older one does.)
-    const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail), id, [&](std::uint32_t other) {
-        return w.holds(other, s.key, s.group, s.is_tail);
+    const std::uint32_t scope = w.segment_scope(s);
+    const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail, scope), id, [&](std::uint32_t other) {
+        return w.holds(other, s.key, s.group, s.is_tail, scope);
     });
     if (replaced != FlatIndex::kMissing && replaced != id) w.segments[replaced].published = false;
     s.published = true;
@@ -428,7 +429,7 @@ std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {
 void unpublish(World& w, std::uint32_t id) {
     Segment& s = w.segments[id];
     if (!s.published) return;
-    w.index.erase(w.index_key(s.key, s.group, s.is_tail), id);
+    w.index.erase(w.index_key(s.key, s.group, s.is_tail, w.segment_scope(s)), id);
     s.published = false;
 }
 

@@ -212,7 +212,7 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
         if (fetch_ahead && id + kCheckAhead < w.segments.size()) {
             const Segment& ahead = w.segments[id + kCheckAhead];
-            if (ahead.live && ahead.published) w.prefetch(ahead.key, ahead.group, ahead.is_tail);
+            if (ahead.live && ahead.published) w.prefetch(ahead.key, ahead.group, ahead.is_tail, w.segment_scope(ahead));
         }
         const Segment& s = w.segments[id];
         if (!s.live) continue;
@@ -229,7 +229,7 @@ void check_structure(const World& w, std::vector<Violation>& out) {
                                         " the host/disk tier's eviction list");
         }
         tier_members += s.in_lru && s.slot == kNone ? 1 : 0;
-        if (s.published && w.find(s.key, s.group, s.is_tail) != id)
+        if (s.published && w.find(s.key, s.group, s.is_tail, w.segment_scope(s)) != id)
             fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
         if (s.writer >= w.writers.size() || w.writers[s.writer].spec == nullptr)
             fail("ST1_state_table", "segment " + std::to_string(id) + " names a writer that is no longer kept");

@@ -105,7 +105,7 @@ struct Check {
 class PrefixFinds {
 public:
     // One lookup at a time per thread: the answers live in buffers the thread keeps.
-    PrefixFinds(const World& world, const RequestSpec& spec) : w_(world), spec_(spec) {
+    PrefixFinds(const World& world, const RequestSpec& spec) : w_(world), spec_(spec), scope_(world.index_scope(spec)) {
         const std::uint32_t tokens = spec.input_tokens + spec.output_tokens;
         groups_.clear();
         std::size_t total = 0;
@@ -127,8 +127,8 @@ public:
     // World::find of the prefix [0, tokens) of this request.
     std::uint32_t find(std::uint32_t tokens, std::uint8_t g, bool tail) {
         Answer* known = remembered(tokens, g, tail);
-        if (known == nullptr) return w_.find(spec_.key(tokens), g, tail);
-        if (known->id == kUnknown) known->id = w_.find(spec_.key(tokens), g, tail);
+        if (known == nullptr) return w_.find(spec_.key(tokens), g, tail, scope_);
+        if (known->id == kUnknown) known->id = w_.find(spec_.key(tokens), g, tail, scope_);
         return known->id;
     }
 
@@ -164,7 +164,7 @@ public:
     // World::prefetch of the same cell, skipped when the answer is already known.
     void prefetch(std::uint32_t tokens, std::uint8_t g, bool tail) {
         const Answer* known = remembered(tokens, g, tail);
-        if (known == nullptr || known->id == kUnknown) w_.prefetch(spec_.key(tokens), g, tail);
+        if (known == nullptr || known->id == kUnknown) w_.prefetch(spec_.key(tokens), g, tail, scope_);
     }
 
 private:
@@ -233,6 +233,7 @@ private:
 
     const World& w_;
     const RequestSpec& spec_;
+    const std::uint32_t scope_;  // World::index_scope of the request
     static thread_local std::vector<Group> groups_;
     static thread_local std::vector<Answer> answers_;
     static thread_local std::vector<Walk> walks_;
@@ -296,10 +297,6 @@ private:
     // (possibly after a load).
     std::optional<MissReason> problem(std::uint32_t id, std::uint8_t g, std::uint32_t start, std::uint32_t end,
                                       bool* needs_load, std::uint32_t* bad = nullptr) const {
-        // The reuse scope is configuration, which `naive` (accept_all_) keeps too.
-        if (id != kNone && d_.rollout_scope && w_.rollout == Rollout::intra_request &&
-            w_.owner_scope(w_.segments[id]) != spec_.reuse_scope)
-            return MissReason::rollout;
         if (accept_all_) return std::nullopt;
         if (id == kNone) return MissReason::not_cached;
         const Segment& s = w_.segments[id];
@@ -470,17 +467,14 @@ private:
     bool accept_all_;
 };
 
-// `scope`, when given, limits the hit to entries written in that reuse scope (intra-request rollout).
-std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint32_t cap, const std::uint32_t* scope = nullptr) {
+std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint32_t cap) {
     const std::uint8_t g = primary_group(world);
     const CacheGroup& grp = world.group(g);
-    const auto ours = [&](std::uint32_t id) { return scope == nullptr || world.owner_scope(world.segments[id]) == *scope; };
     std::uint32_t len = 0;
     const std::uint32_t segments_cap = cap / grp.segment_tokens * grp.segment_tokens;
-    for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len) && ours(hit.id); hit = finds.next_at(g, len))
+    for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len); hit = finds.next_at(g, len))
         len = std::min(segments_cap, hit.until);
-    for (std::uint32_t id; len + grp.block_tokens <= cap && (id = finds.find(len + grp.block_tokens, g, true)) != kNone && ours(id);)
-        len += grp.block_tokens;
+    while (len + grp.block_tokens <= cap && finds.find(len + grp.block_tokens, g, true) != kNone) len += grp.block_tokens;
     return len;
 }
 
@@ -564,12 +558,9 @@ LookupResult lookup(const World& world, const Request& request) {
         return result;
     }
     if (d.hash_hit_is_enough) {
-        // The old rule: a hash hit on the first group is reused for every group as it stands, of
-        // the request's own reuse scope under intra-request rollout (configuration it keeps).
+        // The old rule: a hash hit on the first group is reused for every group as it stands.
         const Matcher lenient(world, request, finds, false, true);
-        result.resume_len = world.rollout == Rollout::intra_request ? hash_hit_length(world, finds, cap, &spec.reuse_scope) : result.hash_hit_len;
-        if (result.resume_len < result.hash_hit_len)
-            result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout, result.hash_hit_len - result.resume_len});
+        result.resume_len = result.hash_hit_len;
         for (std::uint8_t g = 0; g < world.config->groups.size(); ++g)
             lenient.check(g, result.resume_len, &result.plan, nullptr);
         result.verdict = result.resume_len > 0 ? VerdictKind::resumable : VerdictKind::full_recompute;

@@ -38,7 +38,7 @@ std::uint32_t matched_end(const World& w, const RequestSpec& reader, const Segme
 
 Hit starting_afresh(const World& w, const RequestSpec& spec, std::uint8_t g, std::uint32_t start) {
     const std::uint32_t end = start + w.unit_tokens(g, primary_form(w.group(g)));
-    const std::uint32_t id = w.find(spec.key(end), g, false);
+    const std::uint32_t id = w.find(spec.key(end), g, false, w.index_scope(spec));
     if (id == kNone) return {};
     return {id, w.segments[id].units() == 1 ? end : matched_end(w, spec, w.segments[id])};
 }
@@ -70,13 +70,8 @@ std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::ui
     if (before != kNone && !hit.covers(from)) hit = next_at(world, g, from, afresh);
     std::uint32_t covered = from;
     bool sound = true;  // every entry so far is one a reader can use
-    // Under intra-request rollout an entry of another reuse scope is of no use to the writer's
-    // scope: like an unsound one it covers nothing, and the writer's fresh entries take its place.
-    const auto ours = [&](std::uint32_t id) {
-        return world.rollout != Rollout::intra_request || world.owner_scope(world.segments[id]) == spec.reuse_scope;
-    };
     for (std::uint32_t x = from; x < to && hit.covers(x); hit = next_at(world, g, x, afresh)) {
-        if (!ours(hit.id) || !sound_entry(world, spec, hit.id)) {
+        if (!sound_entry(world, spec, hit.id)) {
             sound = false;
             if (spoiled != nullptr) spoiled->push_back(hit.id);
         }

@@ -79,8 +79,7 @@ bool sound_entry(const World& world, const RequestSpec& spec, std::uint32_t id);
 // content cover its prefix without a gap, up to `to`; `from` when none does. Writers of extents
 // leave what is covered unpublished (write_range). `before`, when known, is the live entry
 // covering spec's unit that ends at `from`; `spoiled` gets the unsound entries the walk meets on
-// to `to`, which the writer's fresh entries take the place of; under intra-request rollout so
-// are entries of another reuse scope.
+// to `to`, which the writer's fresh entries take the place of.
 std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
                             std::uint32_t to, std::uint32_t before = kNone, std::vector<std::uint32_t>* spoiled = nullptr);
 

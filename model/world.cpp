@@ -141,16 +141,16 @@ std::uint16_t World::current_layout(std::uint8_t g) const {
     return static_cast<std::uint16_t>(config->groups[g].layout_id + layout_shift[g]);
 }
 
-std::uint64_t World::index_key(std::uint64_t content_key, std::uint8_t g, bool tail) const {
-    return hash_combine(content_key, (std::uint64_t{g} << 1) | (tail ? 1u : 0u));
+std::uint64_t World::index_key(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const {
+    return hash_combine(content_key, (std::uint64_t{scope} << 32) | (std::uint64_t{g} << 1) | (tail ? 1u : 0u));
 }
 
-std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail) const {
-    return index.find(index_key(content_key, g, tail), [&](std::uint32_t id) { return holds(id, content_key, g, tail); });
+std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const {
+    return index.find(index_key(content_key, g, tail, scope), [&](std::uint32_t id) { return holds(id, content_key, g, tail, scope); });
 }
 
-void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const {
-    index.prefetch(index_key(content_key, g, tail));
+void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const {
+    index.prefetch(index_key(content_key, g, tail, scope));
 }
 
 std::uint64_t World::bytes_of_cut(const Segment& seg) const {

@@ -337,9 +337,15 @@ struct World {
 
     const CacheGroup& group(std::uint8_t g) const { return config->groups[g]; }
     std::uint16_t current_layout(std::uint8_t g) const;
-    std::uint64_t index_key(std::uint64_t content_key, std::uint8_t g, bool tail) const;
-    std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail) const;
-    void prefetch(std::uint64_t content_key, std::uint8_t g, bool tail) const;  // of find's first cell
+    // The prefix index's partition a request looks up and publishes in: under intra-request
+    // rollout, while the policy keeps the rollout scope, one per reuse scope (an engine that salts
+    // its cache keys with the scope, as vLLM's cache_salt does), so that no lookup finds another
+    // scope's entries; else 0, one partition shared by every request.
+    bool scoped_index() const { return rollout == Rollout::intra_request && defenses.rollout_scope; }
+    std::uint32_t index_scope(const RequestSpec& spec) const { return scoped_index() ? spec.reuse_scope + 1 : 0; }
+    std::uint64_t index_key(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const;
+    std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const;
+    void prefetch(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const;  // of find's first cell
     // Starts fetching both cache lines segment id's row may span.
     void prefetch_row(std::uint32_t id) const {
         const auto* row = reinterpret_cast<const char*>(&segments[id]);
@@ -348,10 +354,11 @@ struct World {
     }
     // Whether the entry's host/disk copy rests in host memory (Limits::host_capacity_bytes).
     bool copy_on_host(const Segment& s) const { return s.disk != kNone && disk[s.disk].on_host != 0; }
-    // The index's confirmation: does segment id hold this prefix of this group and form?
-    bool holds(std::uint32_t id, std::uint64_t content_key, std::uint8_t g, bool tail) const {
+    // The index's confirmation: does segment id hold this prefix of this group and form, in this
+    // partition (index_scope)?
+    bool holds(std::uint32_t id, std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const {
         const Segment& s = segments[id];
-        return s.key == content_key && s.group == g && s.is_tail == tail;
+        return s.key == content_key && s.group == g && s.is_tail == tail && (scope == 0 || segment_scope(s) == scope);
     }
     // What an entry occupies in its slot: its units at the group's usual size, except a tail
     // block (raw KV) and a shed window extent (only the units it keeps), which bytes_of_cut sizes.
@@ -391,6 +398,8 @@ struct World {
     // The reuse scope of the request that wrote it (RequestSpec::reuse_scope): a sampled answer
     // writes in its first answer's scope.
     std::uint32_t owner_scope(const Segment& seg) const { return writers[seg.writer].spec->reuse_scope; }
+    // The index partition an entry is published in (index_scope of its writer).
+    std::uint32_t segment_scope(const Segment& seg) const { return scoped_index() ? owner_scope(seg) + 1 : 0; }
     const RequestSpec& writer_spec(const Segment& seg) const { return *writers[seg.writer].spec; }
     // A tail block's compression boundary (the segment boundary its start lies in), a linear
     // checkpoint's state position, 0 for every other entry.

@@ -152,9 +152,10 @@ void complete_writes(World& w, std::uint32_t r) {
     // once would outrun the outstanding misses a core can track.
     const auto prefetch = [&](std::uint32_t id) {
         const Segment& s = w.segments[id];
-        if (!s.duplicate && !private_window_block(w, s)) w.prefetch(s.key, s.group, s.is_tail);
+        const std::uint32_t scope = w.segment_scope(s);
+        if (!s.duplicate && !private_window_block(w, s)) w.prefetch(s.key, s.group, s.is_tail, scope);
         if (w.group(s.group).kind == GroupKind::indexer)
-            w.prefetch(s.key, static_cast<std::uint8_t>(w.group(s.group).indexed_group), false);
+            w.prefetch(s.key, static_cast<std::uint8_t>(w.group(s.group).indexed_group), false, scope);
         if (s.slot != kNone) __builtin_prefetch(&w.slots[s.slot], 1);
     };
     const std::size_t n = q.owned.size();

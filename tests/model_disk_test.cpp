@@ -105,7 +105,7 @@ TEST(OnDiskPrefix, AFullTierDropsItsColdestEntriesForAnOffload) {
         EXPECT_EQ(out.evicted.size(), 2u) << "the first offload's KV block and its indexer pages make the room";
         EXPECT_FALSE(p.w.segments[first].live);
         EXPECT_FALSE(p.w.segments[first_index].live);
-        EXPECT_EQ(p.w.find(first_key, kC1, false), kNone) << "a dropped prefix is no longer registered";
+        EXPECT_EQ(p.w.find(first_key, kC1, false, 0), kNone) << "a dropped prefix is no longer registered";
         EXPECT_EQ(p.w.segments[second].stage, Stage::on_disk) << "the later arrival stays";
         EXPECT_LE(p.w.disk_used_bytes, p.w.limits.disk_capacity_bytes);
     }

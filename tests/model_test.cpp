@@ -24,12 +24,12 @@ TEST(CompressedSegment, AllocateWriteReadyEvict) {
     EXPECT_EQ(w.segments[id].form, Form::compressed_kv);
     EXPECT_EQ(w.segments[id].stage, Stage::writing);
     EXPECT_FALSE(w.segments[id].published);
-    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false), kNone) << "a segment being written is not yet in the index";
+    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false, 0), kNone) << "a segment being written is not yet in the index";
     ok(w, StepKind::read, a);
     ok(w, StepKind::commit, a);
     EXPECT_EQ(w.segments[id].stage, Stage::ready);
     EXPECT_TRUE(w.segments[id].published);
-    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false), id);
+    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false, 0), id);
     const std::uint32_t slot = w.segments[id].slot;
     EXPECT_EQ(w.slots[slot].content, truth_tag(w, *w.requests[a].spec, kC4, 0, 64));
     EXPECT_FALSE(enabled(w, {StepKind::evict, id, 0})) << "the writer's pin keeps the segment resident";
@@ -37,7 +37,7 @@ TEST(CompressedSegment, AllocateWriteReadyEvict) {
     ok(w, StepKind::evict, id);
     EXPECT_FALSE(w.segments[id].live);
     EXPECT_EQ(w.segments[id].stage, Stage::freed);
-    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false), kNone);
+    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false, 0), kNone);
     const auto& pool = w.free_slots[static_cast<int>(Form::compressed_kv)];
     EXPECT_NE(std::find(pool.begin(), pool.end(), slot), pool.end());
     EXPECT_EQ(w.slots[slot].label, kNoLabel);
@@ -267,7 +267,7 @@ TEST(IndexerState, IndexJudgedAgainstTheKvTheReadTakes) {
     ok(w, StepKind::revalidate, r0);
     ok(w, StepKind::allocate, r0);
     const std::uint64_t key = w.requests[r0].spec->key(16);
-    ASSERT_EQ(w.find(key, kC1, false), kNone) << "the situation: no c1 block for [0,16) is published";
+    ASSERT_EQ(w.find(key, kC1, false, 0), kNone) << "the situation: no c1 block for [0,16) is published";
     const auto kv = std::find_if(w.requests[r0].plan.begin(), w.requests[r0].plan.end(),
                                  [](const PlanEntry& e) { return e.group == kC1 && e.start == 0; });
     ASSERT_NE(kv, w.requests[r0].plan.end());

@@ -3,6 +3,8 @@
 // answers share it), and the rollout-leak mutant, which ignores the mode, is caught either way.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <set>
 #include <string>
 
 #include "sim/check/explorer.hpp"
@@ -45,8 +47,9 @@ TEST(Rollout, LeakedReuseBreaksTheRolloutScope) {
 }
 
 // Proves the rollout scope's requests: the sampled answer forks into the first answer's reuse
-// scope and resumes its prompt; the other request, which extends that prompt, is refused with the
-// rollout reason under validated and resumes it under rollout-leak.
+// scope and resumes its prompt; the other request, which extends that prompt, finds nothing in its
+// own scope's partition of the index under validated (no hit at all, as with salted cache keys)
+// and resumes request 0's prompt under rollout-leak.
 TEST(Rollout, TheRolloutScopeSharesThePromptOnlyAmongSampledAnswers) {
     const sim::Scope scope = sim::named_scope("rollout");
     ASSERT_EQ(scope.rollout, Rollout::intra_request);
@@ -56,9 +59,9 @@ TEST(Rollout, TheRolloutScopeSharesThePromptOnlyAmongSampledAnswers) {
     const model::LookupResult sample = lookup_step(w, 1);
     EXPECT_GT(sample.resume_len, 0u);
     const model::LookupResult other = lookup_step(w, 2);
-    EXPECT_GT(other.hash_hit_len, 0u);
-    EXPECT_EQ(other.resume_len, 0u);
-    EXPECT_TRUE(has_miss(other, kC1, model::MissReason::rollout));
+    EXPECT_EQ(other.hash_hit_len, 0u);
+    EXPECT_EQ(other.verdict, model::VerdictKind::full_recompute);
+    EXPECT_TRUE(other.misses.empty());
 
     model::World leaky = sim::initial_world(scope, model::find_policy("rollout-leak")->defenses);
     EXPECT_GT(lookup_step(leaky, 2).resume_len, 0u);
@@ -82,17 +85,21 @@ TEST(Rollout, ValidatedIsCleanAtTheRolloutScope) {
 }
 
 // Proves a sampled answer resumes its first answer's prompt under intra-request rollout where
-// another request cached that prompt before, with extents too: the first answer's entries are not
-// duplicates of the other request's (no reader of its scope could use those), so they are
-// published in their place and found by the sample.
+// another request cached that prompt before, with extents too: the first answer does not see the
+// other request's entries (another partition of the index), so it publishes its own, which the
+// sample finds, and the other request's stay where they were.
 TEST(Rollout, ASampleResumesItsFirstAnswersPromptWhereAnotherRequestCachedItFirst) {
     for (const std::uint32_t extent : {0u, 64u}) {
         SCOPED_TRACE(extent);
         model::World w = toy_world("validated", 1 << 20, Rollout::intra_request, extent);
-        run_request(w, add(w, 1, ids(6), 96, 0));
+        const std::uint32_t a = add(w, 1, ids(6), 96, 0);
+        const std::shared_ptr<const model::RequestSpec> other = w.requests[a].spec;
+        run_request(w, a);
         const auto first = std::make_shared<model::RequestSpec>(model::make_request_spec(2, ids(6), 16, 96, 16));
+        const std::uint32_t other_entry = w.find(other->key(64), kC4, false, w.index_scope(*other));
+        ASSERT_NE(other_entry, model::kNone);
         const std::uint32_t b = w.add_request(first);
-        EXPECT_TRUE(has_miss(lookup_step(w, b), kC1, model::MissReason::rollout));
+        EXPECT_EQ(lookup_step(w, b).hash_hit_len, 0u);
         for (model::StepKind k : {model::StepKind::pin, model::StepKind::revalidate, model::StepKind::allocate,
                                   model::StepKind::read, model::StepKind::commit})
             ok(w, k, b);
@@ -105,5 +112,8 @@ TEST(Rollout, ASampleResumesItsFirstAnswersPromptWhereAnotherRequestCachedItFirs
         ok(w, model::StepKind::revalidate, c);
         ok(w, model::StepKind::allocate, c);
         EXPECT_TRUE(take(w, model::StepKind::read, c).violations.empty());
+        for (const model::PlanEntry& e : w.requests[c].plan)
+            if (e.segment != model::kNone) EXPECT_EQ(w.owner_uid(w.segments[e.segment]), 2u);
+        EXPECT_EQ(w.find(other->key(64), kC4, false, w.index_scope(*other)), other_entry);
     }
 }
