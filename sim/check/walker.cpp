@@ -380,6 +380,11 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
                                                         first.result.at("shard").at(1).dump() + " in " + first.path);
         const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
         if (!fresh) throw InputError(file.path, "/shard/0", "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
+        // Every violation is walked again, as a resume does: a merged result reports only what
+        // its campaign reproduces.
+        FuzzOptions campaign;
+        resume_point(s, campaign);
+        rewalk_carried(s.at("violations"), campaign, file.path);
         for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"}) merged[key] = s.at(key);
         merged["model"] = model_of(s);
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();

@@ -100,7 +100,8 @@ struct FuzzResultFile {
 };
 // Merges shard results deterministically: walks and steps add up, violations are ordered by walk.
 // Throws InputError naming the file when a shard comes from another campaign (policy, seed,
-// depth, swarm, keep-going or shard count) or was merged already.
+// depth, swarm, keep-going or shard count) or was merged already, and naming the violation's
+// JSON pointer when one does not come out as written when walked again (rewalk_carried).
 nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards);
 
 }  // namespace kvcheck::sim
