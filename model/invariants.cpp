@@ -164,6 +164,8 @@ void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
 constexpr std::uint32_t kCheckAhead = 16;
 constexpr std::size_t kFetchAheadCells = 1 << 14;
 
+bool writer_kept(const World& w, const Segment& s) { return s.writer < w.writers.size() && w.writers[s.writer].spec != nullptr; }
+
 void check_structure(const World& w, std::vector<Violation>& out) {
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
     // Explorers run this on every new state, so a slot's name is built only when a check fails.
@@ -212,7 +214,8 @@ void check_structure(const World& w, std::vector<Violation>& out) {
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
         if (fetch_ahead && id + kCheckAhead < w.segments.size()) {
             const Segment& ahead = w.segments[id + kCheckAhead];
-            if (ahead.live && ahead.published) w.prefetch(ahead.key, ahead.group, ahead.is_tail, w.segment_scope(ahead));
+            if (ahead.live && ahead.published && writer_kept(w, ahead))
+                w.prefetch(ahead.key, ahead.group, ahead.is_tail, w.segment_scope(ahead));
         }
         const Segment& s = w.segments[id];
         if (!s.live) continue;
@@ -229,10 +232,11 @@ void check_structure(const World& w, std::vector<Violation>& out) {
                                         " the host/disk tier's eviction list");
         }
         tier_members += s.in_lru && s.slot == kNone ? 1 : 0;
-        if (s.published && w.find(s.key, s.group, s.is_tail, w.segment_scope(s)) != id)
-            fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
-        if (s.writer >= w.writers.size() || w.writers[s.writer].spec == nullptr)
+        // The index partition is the writer's (World::segment_scope), so the writer comes first.
+        if (!writer_kept(w, s))
             fail("ST1_state_table", "segment " + std::to_string(id) + " names a writer that is no longer kept");
+        else if (s.published && w.find(s.key, s.group, s.is_tail, w.segment_scope(s)) != id)
+            fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
     }
     w.index.for_each([&](std::uint64_t, std::uint32_t id) {
         if (id >= w.segments.size() || !w.segments[id].live || !w.segments[id].published)
@@ -396,7 +400,7 @@ const std::vector<InvariantInfo>& invariant_catalogue() {
         {"FM4_index_version", "an index read was built over the KV version being read"},
         {"FM5_resident", "a segment read is resident on the GPU, not just registered"},
         {"OR1_ground_truth", "every resume reads content equal to the ground truth"},
-        {"RO1_rollout_scope", "no resume reads an entry outside the rollout mode's reuse scope (off: none; intra-request: the request's own)"},
+        {"RO1_rollout_scope", "no resume reads an entry outside the rollout mode's reuse scope (off: none; intra-request: the request's own and its sampled answers')"},
         {"ST1_state_table", "the prefix index, slots and byte accounting agree with the state table"},
         {"ST2_pins", "pin counts equal the holds requests keep"},
     };

@@ -64,7 +64,7 @@ std::vector<PolicyInfo> build() {
                          [](Defenses& d) { d.restore_index_with_kv = false; }));
     all.push_back(mutant("trust-partial-load", "F2 load-length check (a short load fails)", "OR1_ground_truth",
                          [](Defenses& d) { d.load_length_check = false; }));
-    all.push_back(mutant("rollout-leak", "the rollout mode's reuse scope (off: no reuse; intra-request: the request's own entries)",
+    all.push_back(mutant("rollout-leak", "the rollout mode's reuse scope (off: no reuse; intra-request: the request's and its samples' entries)",
                          "RO1_rollout_scope", [](Defenses& d) { d.rollout_scope = false; }));
     return all;
 }

@@ -173,7 +173,7 @@ std::string_view phase_name(Phase phase);
 // Immutable description of a request's tokens: chained hashes of fixed-size content blocks.
 struct RequestSpec {
     std::uint32_t uid = 0;
-    std::uint32_t reuse_scope = 0;       // intra-request rollout: only segments of this owner are reused
+    std::uint32_t reuse_scope = 0;       // intra-request rollout: only entries written in this scope are reused (sampled answers share it)
     std::uint32_t input_tokens = 0;
     std::uint32_t output_tokens = 0;
     std::uint32_t content_block_tokens = 512;

@@ -65,6 +65,13 @@ TEST(Rollout, TheRolloutScopeSharesThePromptOnlyAmongSampledAnswers) {
 
     model::World leaky = sim::initial_world(scope, model::find_policy("rollout-leak")->defenses);
     EXPECT_GT(lookup_step(leaky, 2).resume_len, 0u);
+
+    // A sampled answer keeps its own answer length (the fork copies the first's spec).
+    sim::Scope longer = scope;
+    longer.requests[1].output_tokens = 48;
+    const model::World forked = sim::initial_world(longer, model::find_policy("validated")->defenses);
+    EXPECT_EQ(forked.requests[1].spec->output_tokens, 48u);
+    EXPECT_EQ(forked.requests[1].spec->reuse_scope, forked.requests[0].spec->reuse_scope);
 }
 
 // Proves validated violates nothing in any interleaving of the rollout scope (faults, evictions and
@@ -113,7 +120,9 @@ TEST(Rollout, ASampleResumesItsFirstAnswersPromptWhereAnotherRequestCachedItFirs
         ok(w, model::StepKind::allocate, c);
         EXPECT_TRUE(take(w, model::StepKind::read, c).violations.empty());
         for (const model::PlanEntry& e : w.requests[c].plan)
-            if (e.segment != model::kNone) EXPECT_EQ(w.owner_uid(w.segments[e.segment]), 2u);
+            if (e.segment != model::kNone) {
+                EXPECT_EQ(w.owner_uid(w.segments[e.segment]), 2u);
+            }
         EXPECT_EQ(w.find(other->key(64), kC4, false, w.index_scope(*other)), other_entry);
     }
 }

@@ -204,6 +204,7 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
                                                       scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
                                                           scope.content_block_tokens,
                                                       t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens));
+        spec->output_tokens = t.output_tokens;  // a sampled answer's own length (sample_of copies the first's)
         spec->sample = t.sample;
         specs.push_back(std::move(spec));
         w.add_request(specs.back());

@@ -240,7 +240,7 @@ std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, c
         std::optional<FoundViolation> again = rewalk(o, walk);
         if (!again || violation_json(*again, o.policy) != violations[i])
             throw InputError(file, "/violations/" + std::to_string(i),
-                             "walk " + std::to_string(walk) + " does not give this violation when walked again: the file is damaged or of another campaign");
+                             "walk " + std::to_string(walk) + " does not give this violation when walked again: the file is damaged, of another campaign or written by another kvcheck version");
         if (!lowest || walk < lowest->walk) lowest = std::move(again);
     }
     return lowest;

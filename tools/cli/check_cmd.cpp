@@ -94,13 +94,13 @@ struct CheckArgs {
     bool quiet = false;
     bool liveness = false;
 };
+}  // namespace
 
 std::string known_scopes() {
     std::string names;
     for (const std::string& known : sim::scope_names()) names += (names.empty() ? "" : ", ") + known;
     return names;
 }
-}  // namespace
 
 // A word for a printed command line: as it is when the shell would read it back unchanged,
 // single-quoted otherwise.
@@ -136,12 +136,10 @@ sim::Order order_or_throw(const std::string& name) {
     return *o;
 }
 
-std::string scope_help() { return "Named scope (default reference): " + known_scopes(); }
-
 void register_check(CLI::App& app, Common& common) {
     auto a = std::make_shared<CheckArgs>();
     auto* cmd = app.add_subcommand("check", "Explore every interleaving at a bounded scope (breadth- or depth-first, state hashing)");
-    cmd->add_option("--scope", a->scope, scope_help());
+    cmd->add_option("--scope", a->scope, "Named scope (default reference): " + known_scopes());
     cmd->add_option("--policy", a->policy, "Policy to check (default validated)");
     cmd->add_option("--invariant", a->target, "Stop only at violations of this invariant");
     cmd->add_option("--max-states", a->max_states, "State bound (reported when hit)")->check(CLI::Range(std::uint64_t{1}, UINT64_MAX));

@@ -34,8 +34,8 @@ void register_report(CLI::App& app, Common& common);
 
 // The named scope for a --scope value; InputError naming the known ones otherwise.
 sim::Scope scope_or_throw(const std::string& name);
-// The --scope help line, listing every named scope.
-std::string scope_help();
+// The named scopes, comma-separated (for --scope help lines and messages).
+std::string known_scopes();
 // The --order flag's value: bfs or dfs, else InputError naming the flag.
 sim::Order order_or_throw(const std::string& name);
 // `word` as a shell would read it back: unchanged when plain, single-quoted otherwise (printed

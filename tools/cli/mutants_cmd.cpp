@@ -30,7 +30,9 @@ void register_mutants(CLI::App& app, Common& common) {
     auto order = std::make_shared<std::string>("bfs");
     auto* cmd = app.add_subcommand("mutants", "Check every mutant policy and validated; print the mutation score");
     cmd->add_option("--scope", *scope_name,
-                    scope_help() + ". Without it, each policy is checked at its home scope: rollout-leak at rollout, every other at reference");
+                    "Check every policy at this named scope (" + known_scopes() +
+                        "); without it, each at its home scope: rollout for a policy that ignores the rollout mode (rollout-leak), "
+                        "reference for every other");
     cmd->add_option("--policy", *only, "Check only this policy");
     cmd->add_option("--max-seconds", *seconds, "Time bound per policy, in seconds (default 120)");
     cmd->add_option("--reduction", *reduction, "none (default) or symmetry (see kvcheck check --help)");
