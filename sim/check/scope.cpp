@@ -148,7 +148,9 @@ Scope named_scope(const std::string& name) {
         s.max_depth = 60;
         return s;
     }
-    throw std::invalid_argument("unknown scope '" + name + "' (known: reference, small, tier, load-wait, pin-epoch, extents, session, sampling, rollout)");
+    std::string known;
+    for (const std::string& n : scope_names()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown scope '" + name + "' (known: " + known + ")");
 }
 
 std::vector<std::string> scope_names() {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/check/dot.hpp"
@@ -61,13 +62,12 @@ void register_mutants(CLI::App& app, Common& common) {
             for (const model::PolicyInfo& p : model::policies())
                 if (only->empty() || p.name == *only) sim::require_output_file(regress_file(p));
         }
-        std::vector<std::string> failed;  // policies that did not fare as they should, in table order
+        std::vector<std::pair<std::string, std::string>> failed;  // (policy, scope) that did not fare as they should, in table order
         nlohmann::json rows = nlohmann::json::array();
         bool all_good = true;
         std::size_t broken = 0;
         std::size_t caught = 0;
         std::string validated_said;  // how validated fared, empty when it was not checked
-        std::vector<std::string> failed_scopes;  // the scope of each failed policy
         if (!*json) std::printf("%-26s %-9s %-24s %6s %9s  %s\n", "policy", "detected", "invariant", "steps", "seconds", "defense removed");
         for (const model::PolicyInfo& p : model::policies()) {
             if (!only->empty() && p.name != *only) continue;
@@ -88,10 +88,7 @@ void register_mutants(CLI::App& app, Common& common) {
             const bool detected = r.counterexample.has_value();
             const bool good = is_validated ? (!detected && r.exhausted) : detected;
             all_good = all_good && good;
-            if (!good) {
-                failed.push_back(p.name);
-                failed_scopes.push_back(at);
-            }
+            if (!good) failed.emplace_back(p.name, at);
             if (is_validated)
                 validated_said = detected ? "validated VIOLATED" : (r.exhausted ? "validated clean" : "validated stopped at the bound") +
                                                                     std::string(" over ") + std::to_string(r.states) + " states" +
@@ -130,12 +127,11 @@ void register_mutants(CLI::App& app, Common& common) {
             std::printf("mutation score: %s\n", score.c_str());
         }
         std::fflush(stdout);  // the score before the reproduce lines, also when both go to one file
-        for (std::size_t i = 0; i < failed.size(); ++i) {
-            const std::string& name = failed[i];
+        for (const auto& [name, at] : failed) {
             char bound[64] = {};
             std::to_chars(bound, bound + sizeof bound - 1, *seconds);  // the shortest form that reads back the same
             std::fprintf(stderr, "%s: reproduce: kvcheck mutants --scope %s --policy %s --max-seconds %s%s%s\n", name.c_str(),
-                         shell_word(failed_scopes[i]).c_str(), shell_word(name).c_str(), bound,
+                         shell_word(at).c_str(), shell_word(name).c_str(), bound,
                          *chosen == sim::Reduction::none ? "" : (" --reduction " + *reduction).c_str(),
                          search == sim::Order::breadth_first ? "" : " --order dfs");
         }
