@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "bench/warm_world.hpp"
+#include "sim/run/warm_world.hpp"
 #include "model/match.hpp"
 
 namespace {

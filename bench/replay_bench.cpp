@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "bench/bench_scenario.hpp"
-#include "sim/engine.hpp"
+#include "sim/run/bench_scenario.hpp"
+#include "sim/des/engine.hpp"
 
 namespace {
 

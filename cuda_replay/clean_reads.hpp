@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "cuda_replay/schedule.hpp"
+#include "sim/format/schedule.hpp"
 
 namespace kvcheck::replay {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cuda_replay/backend.hpp"
-#include "cuda_replay/schedule.hpp"
+#include "sim/format/schedule.hpp"
 
 namespace kvcheck::replay {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda_replay/backend.hpp"
-#include "cuda_replay/schedule.hpp"
+#include "sim/format/schedule.hpp"
 
 namespace kvcheck::replay {
 

@@ -19,7 +19,7 @@ const auto run_kvcheck = &kvcheck;
 #include "sim/check/explorer.hpp"
 #include "sim/check/scope.hpp"
 #include "sim/check/trail.hpp"
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 #include "tests/explore_fixtures.hpp"
 
 namespace model = kvcheck::model;

@@ -18,11 +18,12 @@
 
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
+#include "sim/check/steps_json.hpp"
 #include "sim/check/symmetry.hpp"
 #include "tests/explore_fixtures.hpp"
-#include "sim/engine.hpp"
-#include "sim/files.hpp"
-#include "sim/input_error.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/io/files.hpp"
+#include "sim/io/input_error.hpp"
 
 using namespace kvcheck;
 
@@ -272,7 +273,7 @@ TEST(Counterexample, RoundTripsThroughAScenarioFile) {
     ASSERT_TRUE(r.counterexample.has_value());
     const std::string dir = ::testing::TempDir() + "/kvcheck-ce";
     sim::ensure_directory(dir);
-    sim::Expectation expect;
+    sim::InvariantExpectation expect;
     expect.violates = {"RL3_toctou"};
     const std::string path = dir + "/ce.json";
     sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("reference"), "no-pin", r.counterexample->steps, "test", &expect).dump(2));

@@ -3,7 +3,7 @@
 // themselves through the kvcheck binary.
 #include <gtest/gtest.h>
 
-#include "sim/entry_ages.hpp"
+#include "sim/report/entry_ages.hpp"
 
 using kvcheck::sim::DurationHistogram;
 

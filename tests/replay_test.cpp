@@ -20,7 +20,7 @@
 #include "cuda_replay/read_bytes.hpp"
 #include "cuda_replay/replay.hpp"
 #include "model/core.hpp"
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 #include "tests/replay_fixtures.hpp"
 
 using namespace kvcheck;

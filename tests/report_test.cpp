@@ -15,16 +15,16 @@
 #include <sstream>
 #include <string>
 
-#include "sim/report_svg.hpp"
+#include "sim/report/report_svg.hpp"
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "model/invariants.hpp"
-#include "sim/run_folders.hpp"
-#include "sim/input_error.hpp"
-#include "sim/metrics.hpp"
-#include "sim/report_html.hpp"
+#include "sim/report/run_folders.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/report/metrics.hpp"
+#include "sim/report/report_html.hpp"
 
 namespace fs = std::filesystem;
 

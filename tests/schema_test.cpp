@@ -1,4 +1,4 @@
-// docs/scenario.schema.json stays in step with the scenario loader (sim/scenario.cpp): every
+// docs/scenario.schema.json stays in step with the scenario loader (sim/scenario/scenario.cpp): every
 // scenario file validates and loads; the documented examples use every key; an unknown key in any
 // object, a number just past either bound and an unknown enum value are refused by both, while the
 // bounds and enum values themselves load; and the schema's enums equal the model's catalogues.
@@ -20,7 +20,7 @@
 #include "model/policy.hpp"
 #include "model/preset.hpp"
 #include "model/steps.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -379,7 +379,7 @@ TEST(Schema, EnumsEqualTheModelCatalogues) {
     for (const auto& p : kvcheck::model::policies()) policies.insert(p.name);
     for (const auto& p : kvcheck::model::presets()) presets.insert(p.name);
     for (const auto& i : kvcheck::model::invariant_catalogue()) invariants.insert(std::string(i.name));
-    for (int f = 0; f < kvcheck::sim::kFaultClassCount; ++f) faults.insert(std::string(kvcheck::sim::fault_name(static_cast<kvcheck::sim::FaultClass>(f))));
+    for (int f = 0; f < kvcheck::model::kFaultClassCount; ++f) faults.insert(std::string(kvcheck::model::fault_name(static_cast<kvcheck::model::FaultClass>(f))));
     for (int k = 0; k < kvcheck::model::kStepKindCount; ++k) steps.insert(std::string(kvcheck::model::step_kind_name(static_cast<kvcheck::model::StepKind>(k))));
     EXPECT_EQ(names(schema["$defs"]["policy"]["enum"]), policies);
     std::set<std::string> expect_keys = policies;
@@ -396,10 +396,10 @@ TEST(Schema, EnumsEqualTheModelCatalogues) {
     }
 }
 
-// Every key name the loader reads (scanned from sim/scenario.cpp) is a documented key of the schema.
+// Every key name the loader reads (scanned from sim/scenario/scenario.cpp) is a documented key of the schema.
 TEST(Schema, EveryKeyTheLoaderReadsIsDocumented) {
     std::stringstream source;
-    source << std::ifstream(kSource / "sim/scenario.cpp").rdbuf();
+    source << std::ifstream(kSource / "sim/scenario/scenario.cpp").rdbuf();
     const std::string text = source.str();
     std::set<std::string> documented;
     for (const std::string& key : validator().documented_keys()) documented.insert(key.substr(key.find('#') + 1));

@@ -10,9 +10,9 @@
 
 #include "model/world.hpp"
 #include "tests/model_fixtures.hpp"
-#include "sim/engine.hpp"
-#include "sim/scenario.hpp"
-#include "sim/timeline.hpp"
+#include "sim/des/engine.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/report/timeline.hpp"
 
 namespace {
 

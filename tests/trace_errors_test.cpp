@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/workload/jsonl_sax.hpp"
 #include "sim/workload/trace.hpp"
 #include "tests/workload_fixtures.hpp"

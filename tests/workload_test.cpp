@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/workload/stats.hpp"
 #include "sim/workload/synth.hpp"
 #include "sim/workload/trace.hpp"

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "model/core.hpp"
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 
 namespace kvcheck::sim {
 

@@ -15,7 +15,7 @@
 #include "model/core.hpp"
 #include "model/snapshot.hpp"
 #include "sim/check/explorer.hpp"
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 
 namespace kvcheck::sim::detail {
 

@@ -13,9 +13,9 @@
 #include "model/core.hpp"
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
-#include "sim/input_error.hpp"
-#include "sim/json_fields.hpp"
-#include "sim/scenario.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/io/json_fields.hpp"
+#include "sim/check/steps_json.hpp"
 
 namespace kvcheck::sim {
 

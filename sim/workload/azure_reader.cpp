@@ -3,7 +3,7 @@
 #include <charconv>
 #include <optional>
 
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 #include "sim/workload/readers.hpp"
 
 namespace kvcheck::sim {

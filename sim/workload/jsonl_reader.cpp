@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/input_error.hpp"
-#include "sim/json_fields.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/io/json_fields.hpp"
 #include "sim/workload/jsonl_sax.hpp"
 #include "sim/workload/readers.hpp"
 

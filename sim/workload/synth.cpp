@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 
 namespace kvcheck::sim {
 

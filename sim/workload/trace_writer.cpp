@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "sim/files.hpp"
-#include "sim/input_error.hpp"
+#include "sim/io/files.hpp"
+#include "sim/io/input_error.hpp"
 
 namespace kvcheck::sim {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/files.hpp"
+#include "sim/io/files.hpp"
 #include "sim/workload/trace.hpp"
 
 namespace kvcheck::sim {

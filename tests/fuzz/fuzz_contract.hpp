@@ -12,7 +12,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 
 namespace kvcheck::fuzz {
 

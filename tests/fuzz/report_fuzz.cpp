@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/report_html.hpp"
+#include "sim/report/report_html.hpp"
 #include "tests/fuzz/fuzz_contract.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <exception>
 #include <string>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "tests/fuzz/fuzz_contract.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

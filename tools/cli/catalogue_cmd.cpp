@@ -9,7 +9,7 @@
 
 #include "model/policy.hpp"
 #include "model/preset.hpp"
-#include "sim/json_fields.hpp"
+#include "sim/io/json_fields.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace kvcheck::cli {

@@ -9,8 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/check/explorer.hpp"
-#include "sim/check/scope.hpp"
 
 namespace kvcheck::cli {
 
@@ -31,16 +29,6 @@ void register_fuzz(CLI::App& app, Common& common);
 void register_merge(CLI::App& app, Common& common);
 void register_mutants(CLI::App& app, Common& common);
 void register_report(CLI::App& app, Common& common);
-
-// The named scope for a --scope value; InputError naming the known ones otherwise.
-sim::Scope scope_or_throw(const std::string& name);
-// The named scopes, comma-separated (for --scope help lines and messages).
-std::string known_scopes();
-// The --order flag's value: bfs or dfs, else InputError naming the flag.
-sim::Order order_or_throw(const std::string& name);
-// `word` as a shell would read it back: unchanged when plain, single-quoted otherwise (printed
-// reproduce and continue lines name user paths).
-std::string shell_word(const std::string& word);
 
 // `--out DIR` of a command whose result is one JSON document (what --json prints): checked before
 // any work (InputError when DIR or DIR/NAME cannot take it), written atomically at the end.

@@ -1,4 +1,6 @@
 // kvcheck entry point: builds the subcommands, runs the chosen one, maps errors to exit codes.
+#include <algorithm>
+#include <new>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "sim/input_error.hpp"
+#include "sim/io/input_error.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace {
@@ -123,6 +125,10 @@ bool stdout_written() {
     return false;
 }
 
+// Exit codes (README, *Exit codes*): 0 held, 1 a violation or failed expectation, 2 bad input,
+// 3 an internal error, 130 stopped by a signal before it found anything.
+constexpr int kInternalError = 3;
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,9 +173,16 @@ int main(int argc, char** argv) {
     } catch (const kvcheck::sim::InputError& e) {
         std::fprintf(stderr, "kvcheck: %s\n", e.what());
         return 2;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "kvcheck: internal error: out of memory (exit %d)\n", kInternalError);
+        return kInternalError;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "kvcheck: %s\n", e.what());
-        return 2;
+        // Not the input's fault as far as kvcheck can tell (a filesystem or library error): a
+        // code of its own, so a CI job tells it from a bad scenario.
+        std::string what = e.what();
+        std::replace(what.begin(), what.end(), '\n', ' ');
+        std::fprintf(stderr, "kvcheck: internal error: %s (exit %d)\n", what.c_str(), kInternalError);
+        return kInternalError;
     }
     return stdout_written() ? common.exit_code : 2;
 }

@@ -1,21 +1,18 @@
 // `kvcheck replay DIR --backend cpu|cuda`: replays every *.json schedule in DIR (or one file) with
 // the tiny model, compares resumed against recomputed outputs bit for bit, and checks the
 // simulator's oracle: exit 0 when every divergence matches it, 1 otherwise, 2 on bad input.
-#include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cuda_replay/replay.hpp"
-#include "sim/input_error.hpp"
+#include "cuda_replay/replay_many.hpp"
+#include "sim/io/shell_word.hpp"
+#include "sim/io/input_error.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace kvcheck::cli {
@@ -31,56 +28,6 @@ struct ReplayOptions {
     int jobs = -1;  // -1: 2 on the CPU backend, 1 on CUDA
     bool no_graph_guard = false;
 };
-
-// Replays every schedule on `jobs` threads. Each schedule is replayed alone with its own
-// sessions, so its result does not depend on the thread or the order; results keep the input
-// (file-name) order. The first exception (by schedule order) is rethrown.
-std::vector<replay::ScheduleResult> replay_all(const std::vector<replay::Schedule>& schedules, const replay::Backend& backend,
-                                               int jobs) {
-    std::vector<std::optional<replay::ScheduleResult>> slots(schedules.size());
-    std::vector<std::exception_ptr> errors(schedules.size());
-    std::atomic<std::size_t> next{0};
-    const auto work = [&] {
-        for (std::size_t i; (i = next.fetch_add(1)) < schedules.size();) {
-            try {
-                slots[i] = replay::replay_schedule(schedules[i], backend);
-            } catch (...) {
-                errors[i] = std::current_exception();
-                next.store(schedules.size());  // stop handing out work
-            }
-        }
-    };
-    const std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, jobs)), schedules.size());
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& thread : pool) thread.join();
-    for (const std::exception_ptr& error : errors)
-        if (error) std::rethrow_exception(error);
-    std::vector<replay::ScheduleResult> results;
-    for (std::optional<replay::ScheduleResult>& slot : slots) results.push_back(std::move(*slot));
-    return results;
-}
-
-// The schedules to replay, in file-name order; a path that is a file is replayed alone.
-std::vector<std::string> schedule_files(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code error;
-    if (fs::is_regular_file(path, error)) return {path};
-    if (!fs::exists(path, error)) throw sim::InputError(path, "", "no such schedule folder or file");
-    if (!fs::is_directory(path, error))
-        throw sim::InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a schedule folder or file");
-    std::vector<std::string> out;
-    for (const fs::directory_entry& entry : fs::directory_iterator(path, error))
-        if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path().string());
-    if (error) throw sim::InputError(path, "", "cannot list the folder: " + error.message());
-    // A replay that confirms nothing must not pass: an empty folder is bad input, as for kvcheck run.
-    if (out.empty()) throw sim::InputError(path, "", "no *.json schedules in this folder");
-    std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-        return fs::path(a).filename().string() < fs::path(b).filename().string();
-    });
-    return out;
-}
 
 void print_table(const replay::Summary& summary, const std::string& backend, bool graph_guard) {
     std::printf("%-32s %8s  %-9s  %-10s %-18s %8s  %-7s  %s\n", "schedule", "request", "verdict", "group", "form", "position",
@@ -114,7 +61,7 @@ int run_replay(const ReplayOptions& options) {
                                              : std::filesystem::absolute(options.path, same_error).parent_path();
     if (!options.out.empty() && std::filesystem::equivalent(options.out, folder, same_error))
         throw sim::InputError(options.out, "--out", "is the schedule folder, where replay.json would be read as a schedule by the next replay; expected another folder");
-    std::vector<std::string> files = schedule_files(options.path);
+    std::vector<std::string> files = replay::schedule_files(options.path);
     if (options.limit >= 0 && files.size() > static_cast<std::size_t>(options.limit))
         files.resize(static_cast<std::size_t>(options.limit));
     // Load everything first, so that bad input exits 2 before any replay work is done.
@@ -122,7 +69,7 @@ int run_replay(const ReplayOptions& options) {
     for (const std::string& file : files) schedules.push_back(replay::load_schedule(file));
     // The CUDA backend already runs each step in parallel and its sessions share one device.
     const int jobs = options.jobs > 0 ? options.jobs : options.backend == "cpu" ? 2 : 1;
-    const replay::Summary summary = replay::summarize(replay_all(schedules, *backend, jobs));
+    const replay::Summary summary = replay::summarize(replay::replay_all(schedules, *backend, jobs));
     nlohmann::json document = replay::summary_json(summary, backend->name());
     document["graph_guard"] = !options.no_graph_guard;
     write_result_file(options.out, "replay.json", document);
@@ -133,7 +80,7 @@ int run_replay(const ReplayOptions& options) {
     for (const replay::ScheduleResult& r : summary.results) {
         if (r.agreement == replay::Agreement::agree) continue;
         std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s%s\n", std::string(replay::agreement_name(r.agreement)).c_str(),
-                     r.schedule.c_str(), shell_word(r.schedule).c_str(), options.backend.c_str(),
+                     r.schedule.c_str(), sim::shell_word(r.schedule).c_str(), options.backend.c_str(),
                      options.no_graph_guard ? " --no-graph-guard" : "");
         break;  // one command: the first schedule the oracle disagrees with
     }

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "sim/report_html.hpp"
+#include "sim/report/report_html.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace kvcheck::cli {

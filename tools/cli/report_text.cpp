@@ -7,8 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "sim/entry_ages.hpp"
-#include "sim/expect.hpp"
+#include "sim/report/entry_ages.hpp"
+#include "sim/scenario/expect.hpp"
+#include "sim/report/metrics.hpp"
 
 namespace kvcheck::cli {
 
