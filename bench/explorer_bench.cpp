@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "model/driver.hpp"
 #include "model/invariants.hpp"
 #include "sim/check/explorer.hpp"
 
@@ -43,17 +44,16 @@ void BM_expand(benchmark::State& state) {
     const sim::Scope scope = sim::named_scope("reference");
     const model::World w = midway_world(kMidwaySteps);
     std::vector<model::Step> steps;
-    std::vector<model::Violation> violations;
+    model::Driver driver;
     model::World child = w;
     std::int64_t transitions = 0;
     for (auto _ : state) {
         model::enabled_steps(w, sim::allowed_kinds(scope, 0, 0), steps);
         for (const model::Step& step : steps) {
             child = w;
-            const model::StepOutcome outcome = model::apply(child, step);
+            const model::StepOutcome& outcome = driver.apply(child, step);
             benchmark::DoNotOptimize(model::state_hash(child));
-            violations.clear();
-            model::check_invariants(child, outcome, true, violations);
+            benchmark::DoNotOptimize(driver.check(child, outcome).size());
         }
         transitions += static_cast<std::int64_t>(steps.size());
     }

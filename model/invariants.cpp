@@ -68,10 +68,9 @@ bool corrupts_output(const std::string& invariant) {
 
 namespace {
 
-void check_read(const World& w, std::uint32_t r, std::vector<Violation>& out) {
+void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& facts, std::vector<Violation>& out) {
     const Request& q = w.requests[r];
     const std::uint32_t len = q.resume_len;
-    const std::vector<ReadFact> facts = read_facts(w, r);
     auto fail_at = [&](const char* name, const PlanEntry& e, std::string detail) {
         out.push_back({name, entry_text(w, r, e) + " " + detail, e, std::move(detail)});
     };
@@ -166,17 +165,17 @@ constexpr std::size_t kFetchAheadCells = 1 << 14;
 
 bool writer_kept(const World& w, const Segment& s) { return s.writer < w.writers.size() && w.writers[s.writer].spec != nullptr; }
 
-void check_structure(const World& w, std::vector<Violation>& out) {
+void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& out) {
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
     // Explorers run this on every new state, so a slot's name is built only when a check fails.
     auto slot_name = [&](std::uint32_t id) {
         return "slot " + std::to_string(id) + " of the " + std::string(form_name(w.slots[id].pool)) + " pool";
     };
     // RL2: every slot is owned by one live segment of its own form, or free in exactly its pool's list.
-    // Counters reused call after call (explorers check millions of small states; each thread
-    // keeps its own).
-    thread_local std::vector<std::uint32_t> listed;
-    thread_local std::vector<std::uint32_t> pins;  // holds per segment id
+    // Counters reused call after call (explorers check millions of small states), in the
+    // driver's scratch.
+    std::vector<std::uint32_t>& listed = scratch.listed;
+    std::vector<std::uint32_t>& pins = scratch.pins;  // holds per segment id
     listed.assign(w.slots.size(), 0);
     pins.assign(w.segments.size(), 0);
     for (int f = 0; f < kFormCount; ++f)
@@ -277,7 +276,7 @@ void check_structure(const World& w, std::vector<Violation>& out) {
                                     " copies resting there");
     // ST1: a live load names no request (it stopped waiting) or one that waits on it, and a
     // request's pending loads are the live loads that name it.
-    thread_local std::vector<std::uint32_t> loads;  // live loads per request
+    std::vector<std::uint32_t>& loads = scratch.loads;  // live loads per request
     loads.assign(w.requests.size(), 0);
     for (std::uint32_t i = 0; i < w.io.size(); ++i) {
         const IoOp& op = w.io[i];
@@ -334,9 +333,15 @@ std::uint32_t indexed_kv(const World& w, const Request& q, const PlanEntry& e) {
 }  // namespace
 
 std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
+    std::vector<ReadFact> facts;
+    read_facts_into(w, r, facts);
+    return facts;
+}
+
+void read_facts_into(const World& w, std::uint32_t r, std::vector<ReadFact>& facts) {
     const Request& q = w.requests[r];
     const RequestSpec& spec = *q.spec;
-    std::vector<ReadFact> facts;
+    facts.clear();
     facts.reserve(q.plan.size());
     for (const PlanEntry& e : q.plan) {
         ReadFact f;
@@ -381,7 +386,6 @@ std::vector<ReadFact> read_facts(const World& w, std::uint32_t r) {
         }
         facts.push_back(f);
     }
-    return facts;
 }
 
 const std::vector<InvariantInfo>& invariant_catalogue() {
@@ -419,7 +423,8 @@ std::string invariant_names() {
     return out;
 }
 
-void check_invariants(const World& w, const StepOutcome& outcome, bool structural, std::vector<Violation>& out) {
+void check_invariants(const World& w, const StepOutcome& outcome, const std::vector<ReadFact>& facts, bool structural, Scratch& scratch,
+                      std::vector<Violation>& out) {
     if (w.gpu_used_bytes > w.limits.gpu_budget_bytes)
         out.push_back({"RL1_admission_cap", "GPU bytes in use " + std::to_string(w.gpu_used_bytes) + " exceed the budget " +
                                                 std::to_string(w.limits.gpu_budget_bytes)});
@@ -427,8 +432,8 @@ void check_invariants(const World& w, const StepOutcome& outcome, bool structura
         out.push_back({"RL2_form_separation", "a block of one form's pool was handed out for another form"});
     if (w.moved_under_graph > 0 || outcome.graph_moved)
         out.push_back({"RL4_graph_topology", "a segment referenced by a live captured graph was moved or freed without recapture"});
-    if (outcome.read_request != kNone) check_read(w, outcome.read_request, out);
-    if (structural) check_structure(w, out);
+    if (outcome.read_request != kNone) check_read(w, outcome.read_request, facts, out);
+    if (structural) check_structure(w, scratch, out);
 }
 
 }  // namespace kvcheck::model

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/scratch.hpp"
 #include "model/steps.hpp"
 
 namespace kvcheck::model {
@@ -44,7 +45,9 @@ struct ReadFact {
     bool index_ok = true;         // FM4 (indexer entries)
 };
 
+// What each entry of a read's plan holds, against the ground truth; the second form reuses `out`.
 std::vector<ReadFact> read_facts(const World& world, std::uint32_t request);
+void read_facts_into(const World& world, std::uint32_t request, std::vector<ReadFact>& out);
 
 // Why a read's content differs from the ground truth, in words (for corruption reports).
 std::string mismatch_cause(const ReadFact& fact);
@@ -62,8 +65,11 @@ const std::vector<InvariantInfo>& invariant_catalogue();
 bool is_invariant(std::string_view name);
 std::string invariant_names();
 
-// Checks every invariant after `step` produced `outcome`; appends violations to `out`.
-// `structural` adds the O(state) checks (RL2, ST1), which debug runs and explorers always enable.
-void check_invariants(const World& world, const StepOutcome& outcome, bool structural, std::vector<Violation>& out);
+// Checks every invariant after a step produced `outcome`; appends violations to `out`. `facts`
+// are read_facts of outcome.read_request when the step read (else ignored). `structural` adds
+// the O(state) checks (RL2, ST1), which debug runs and explorers always enable. Drivers call it
+// through model::Driver (model/driver.hpp), which keeps the facts and the scratch.
+void check_invariants(const World& world, const StepOutcome& outcome, const std::vector<ReadFact>& facts, bool structural, Scratch& scratch,
+                      std::vector<Violation>& out);
 
 }  // namespace kvcheck::model

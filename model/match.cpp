@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 
 #include "model/core.hpp"
@@ -96,6 +97,57 @@ struct Check {
     std::uint32_t at = 0;  // when not ok: the first token it could not take
 };
 
+constexpr std::uint32_t kUnknown = kNone - 1;  // segment ids never come near it
+struct FindGroup {
+    std::size_t first;  // its first entry in answers_
+    std::uint32_t blocks;
+    std::uint32_t block_tokens;
+    std::size_t first_chunk;  // its first entry in walks_
+    std::uint32_t chunk_tokens;
+    std::uint32_t chunks;     // 0 for a group of single units
+};
+struct Answer {
+    std::uint32_t id;     // the index's answer, kUnknown until asked
+    std::uint32_t until;  // for an extent: how far it covers this request, kUnknown until asked
+};
+// model::covering's walk from a chunk's start, as far as it has gone: the entries it met, in
+// order (pieces_[first, first + count), room reserved for every piece the chunk can hold),
+// where it stands and what it found there.
+struct Walk {
+    std::uint32_t first;  // kUnknown until started
+    std::uint32_t count;
+    std::uint32_t at;
+    Hit hit;
+};
+struct Piece {
+    std::uint32_t from;
+    std::uint32_t until;
+    std::uint32_t id;
+};
+
+
+}  // namespace
+
+// One lookup's remembered answers (PrefixFinds below), kept in the driver's Scratch.
+struct Scratch::Match {
+    std::vector<FindGroup> groups;
+    std::vector<Answer> answers;
+    std::vector<Walk> walks;
+    std::vector<Piece> pieces;
+};
+
+Scratch::Scratch() = default;
+Scratch::~Scratch() = default;
+Scratch::Scratch(Scratch&&) noexcept = default;
+Scratch& Scratch::operator=(Scratch&&) noexcept = default;
+
+Scratch::Match& Scratch::match() {
+    if (!match_) match_ = std::make_unique<Match>();
+    return *match_;
+}
+
+namespace {
+
 // The prefix index's answers for one request's prefixes, remembered for the rest of one lookup.
 // The world does not change during a lookup, yet the matcher asks for the same blocks several
 // times (each group's reach, the plan, the pass that allows loads), and each fresh answer costs
@@ -104,8 +156,10 @@ struct Check {
 // For an extent, how far it covers this request (matched_end) is remembered beside the answer.
 class PrefixFinds {
 public:
-    // One lookup at a time per thread: the answers live in buffers the thread keeps.
-    PrefixFinds(const World& world, const RequestSpec& spec) : w_(world), spec_(spec), scope_(world.index_scope(spec)) {
+    // The answers live in the driver's scratch buffers, reused lookup after lookup.
+    PrefixFinds(const World& world, const RequestSpec& spec, Scratch::Match& buffers)
+        : w_(world), spec_(spec), scope_(world.index_scope(spec)), groups_(buffers.groups), answers_(buffers.answers),
+          walks_(buffers.walks), pieces_(buffers.pieces) {
         const std::uint32_t tokens = spec.input_tokens + spec.output_tokens;
         groups_.clear();
         std::size_t total = 0;
@@ -147,7 +201,7 @@ public:
     // chunk's start is the same whichever unit of it is asked for).
     Hit covering(std::uint8_t g, std::uint32_t x) {
         if (w_.extent_units[g] == 1) return starting(g, x);
-        const Group& grp = groups_[g];
+        const FindGroup& grp = groups_[g];
         const std::uint32_t chunk = x / grp.chunk_tokens;
         if (chunk >= grp.chunks)
             return model::covering(w_, g, x, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
@@ -168,34 +222,6 @@ public:
     }
 
 private:
-    static constexpr std::uint32_t kUnknown = kNone - 1;  // segment ids never come near it
-    struct Group {
-        std::size_t first;  // its first entry in answers_
-        std::uint32_t blocks;
-        std::uint32_t block_tokens;
-        std::size_t first_chunk;  // its first entry in walks_
-        std::uint32_t chunk_tokens;
-        std::uint32_t chunks;     // 0 for a group of single units
-    };
-    struct Answer {
-        std::uint32_t id;     // the index's answer, kUnknown until asked
-        std::uint32_t until;  // for an extent: how far it covers this request, kUnknown until asked
-    };
-    // model::covering's walk from a chunk's start, as far as it has gone: the entries it met, in
-    // order (pieces_[first, first + count), room reserved for every piece the chunk can hold),
-    // where it stands and what it found there.
-    struct Walk {
-        std::uint32_t first;  // kUnknown until started
-        std::uint32_t count;
-        std::uint32_t at;
-        Hit hit;
-    };
-    struct Piece {
-        std::uint32_t from;
-        std::uint32_t until;
-        std::uint32_t id;
-    };
-
     void start_walk(std::uint8_t g, std::uint32_t start, Walk& walk) {
         walk.first = static_cast<std::uint32_t>(pieces_.size());
         walk.count = 0;
@@ -225,7 +251,7 @@ private:
     }
 
     Answer* remembered(std::uint32_t tokens, std::uint8_t g, bool tail) {
-        const Group& grp = groups_[g];
+        const FindGroup& grp = groups_[g];
         const std::uint32_t block = tokens / grp.block_tokens;
         if (block * grp.block_tokens != tokens || block >= grp.blocks) return nullptr;
         return &answers_[grp.first + std::size_t{2} * block + (tail ? 1 : 0)];
@@ -234,16 +260,11 @@ private:
     const World& w_;
     const RequestSpec& spec_;
     const std::uint32_t scope_;  // World::index_scope of the request
-    static thread_local std::vector<Group> groups_;
-    static thread_local std::vector<Answer> answers_;
-    static thread_local std::vector<Walk> walks_;
-    static thread_local std::vector<Piece> pieces_;
+    std::vector<FindGroup>& groups_;
+    std::vector<Answer>& answers_;
+    std::vector<Walk>& walks_;
+    std::vector<Piece>& pieces_;
 };
-
-thread_local std::vector<PrefixFinds::Group> PrefixFinds::groups_;
-thread_local std::vector<PrefixFinds::Answer> PrefixFinds::answers_;
-thread_local std::vector<PrefixFinds::Walk> PrefixFinds::walks_;
-thread_local std::vector<PrefixFinds::Piece> PrefixFinds::pieces_;
 
 class Matcher {
 public:
@@ -544,11 +565,11 @@ Outcome settle(const World& world, const Request& request, PrefixFinds& finds, s
 
 }  // namespace
 
-LookupResult lookup(const World& world, const Request& request) {
+LookupResult lookup(const World& world, const Request& request, Scratch& scratch) {
     const RequestSpec& spec = *request.spec;
     const Defenses& d = world.defenses;
     LookupResult result;
-    PrefixFinds finds(world, spec);
+    PrefixFinds finds(world, spec, scratch.match());
     const std::uint32_t cap = spec.input_tokens > 0 ? spec.input_tokens - 1 : 0;
     result.hash_hit_len = hash_hit_length(world, finds, cap);
     if (world.rollout == Rollout::off && d.rollout_scope) {

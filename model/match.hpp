@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/scratch.hpp"
 #include "model/world.hpp"
 
 namespace kvcheck::model {
@@ -19,8 +20,8 @@ struct LookupResult {
     std::vector<std::uint32_t> loads; // segments to bring back before the read (io_wait)
 };
 
-// Pure: reads the world, changes nothing. `after_loads` is false once a load for this request failed.
-LookupResult lookup(const World& world, const Request& request);
+// Pure: reads the world, changes nothing; works in `scratch`'s buffers.
+LookupResult lookup(const World& world, const Request& request, Scratch& scratch);
 
 // The lengths a resume can stop at under the policy in force: the LCM grain; the smallest block
 // for a policy that ignores it; the primary group's block for the plain hash-hit rule.

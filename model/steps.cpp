@@ -103,7 +103,7 @@ void drop_plan(World& w, Request& q) {
     q.plan.clear();
 }
 
-void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
+void do_lookup(World& w, std::uint32_t r, StepOutcome& out, Scratch& scratch) {
     Request& q = w.requests[r];
     if (q.phase == Phase::io_done && !w.defenses.drop_verdict_on_failed_load) {
         // Mutant `sticky-lookup`: the verdict given before the loads stands, whatever they did.
@@ -111,7 +111,7 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out) {
         q.verdict = VerdictKind::resumable;
         return;
     }
-    LookupResult res = lookup(w, q);
+    LookupResult res = lookup(w, q, scratch);
     if (q.lookups >= w.limits.max_lookups) {
         res.verdict = VerdictKind::full_recompute;
         res.resume_len = 0;
@@ -241,9 +241,9 @@ void do_revalidate(World& w, std::uint32_t r, StepOutcome& out) {
     q.phase = Phase::revalidated;
 }
 
-void do_allocate(World& w, std::uint32_t r, StepOutcome& out) {
+void do_allocate(World& w, std::uint32_t r, StepOutcome& out, Scratch& scratch) {
     Request& q = w.requests[r];
-    write_range(w, r, q.resume_len, q.spec->input_tokens, out);
+    write_range(w, r, q.resume_len, q.spec->input_tokens, out, scratch);
     if (w.defenses.pin && !w.defenses.pin_all_groups_first) {
         const std::uint8_t first = q.plan.empty() ? 0 : q.plan.front().group;
         for (const PlanEntry& e : q.plan)
@@ -260,7 +260,7 @@ void do_allocate(World& w, std::uint32_t r, StepOutcome& out) {
     q.phase = Phase::allocated;
 }
 
-void do_commit(World& w, std::uint32_t r, StepOutcome& out) {
+void do_commit(World& w, std::uint32_t r, StepOutcome& out, Scratch& scratch) {
     Request& q = w.requests[r];
     complete_writes(w, r);
     out.tokens_computed = q.spec->input_tokens - q.resume_len;
@@ -271,11 +271,11 @@ void do_commit(World& w, std::uint32_t r, StepOutcome& out) {
     if (w.limits.capture_graphs && q.spec->output_tokens > 0) capture(w, r);
 }
 
-void do_decode(World& w, std::uint32_t r, std::uint32_t tokens, StepOutcome& out) {
+void do_decode(World& w, std::uint32_t r, std::uint32_t tokens, StepOutcome& out, Scratch& scratch) {
     Request& q = w.requests[r];
     const std::uint32_t end = q.spec->input_tokens + q.spec->output_tokens;
     const std::uint32_t step = std::min(tokens == 0 ? w.derived.min_block_tokens : tokens, end - q.pos);
-    write_range(w, r, q.pos, q.pos + step, out);
+    write_range(w, r, q.pos, q.pos + step, out, scratch);
     complete_writes(w, r);
     q.pos += step;
     out.tokens_computed = step;
@@ -295,8 +295,8 @@ void do_finish(World& w, std::uint32_t r, StepOutcome& out) {
     q.phase = Phase::done;
 }
 
-// A request's lifecycle is a chain: in each phase at most one request step is next (decoding
-// ends in finish once every output token is decoded).
+}  // namespace
+
 std::optional<StepKind> next_request_step(const Request& q) {
     if (q.spec == nullptr) return std::nullopt;  // a recycled slot
     switch (q.phase) {
@@ -314,6 +314,8 @@ std::optional<StepKind> next_request_step(const Request& q) {
     }
     return std::nullopt;
 }
+
+namespace {
 
 bool request_enabled(const World& w, const Step& step) {
     if (step.target >= w.requests.size()) return false;
@@ -368,6 +370,22 @@ bool may_offload_from(const World& w, std::size_t list) {
         return true;
     const std::uint8_t g = World::lru_list_group(list);
     return !World::lru_list_of_tails(list) && w.group(g).kind == GroupKind::swa && w.extent_units[g] > 1;
+}
+
+OffloadWalk::OffloadWalk(const World& world) : world_(world) {
+    id_ = world_.lru_head.empty() || !may_offload_from(world_, 0) ? kNone : world_.lru_head[0];
+    settle();
+}
+
+void OffloadWalk::advance() {
+    id_ = next_;
+    settle();
+}
+
+void OffloadWalk::settle() {
+    while (id_ == kNone && ++list_ < world_.lru_head.size())
+        if (may_offload_from(world_, list_)) id_ = world_.lru_head[list_];
+    next_ = id_ == kNone ? kNone : world_.segments[id_].lru_next;
 }
 
 bool is_fault(StepKind kind) {
@@ -431,42 +449,39 @@ bool enabled(const World& w, const Step& step) {
 }
 
 namespace {
-void offered_into(World& w, const Step& step, StepOutcome& out);
+void offered_into(World& w, const Step& step, StepOutcome& out, Scratch& scratch);
 }  // namespace
 
 StepOutcome apply(World& w, const Step& step) {
     KV_ASSERT(enabled(w, step), "apply() of a step that is not enabled: " + describe(w, step));
-    return apply_offered(w, step);
-}
-
-StepOutcome apply_offered(World& w, const Step& step) {
     StepOutcome out;
-    offered_into(w, step, out);
+    Scratch scratch;
+    offered_into(w, step, out, scratch);
     return out;
 }
 
-void apply_into(World& w, const Step& step, StepOutcome& out) {
+void apply_into(World& w, const Step& step, StepOutcome& out, Scratch& scratch) {
     out.reset();
-    offered_into(w, step, out);
+    offered_into(w, step, out, scratch);
 }
 
 namespace {
 
-void offered_into(World& w, const Step& step, StepOutcome& out) {
+void offered_into(World& w, const Step& step, StepOutcome& out, Scratch& scratch) {
     w.moved_under_graph = 0;
     w.cross_form_reuse = 0;
     const std::uint32_t t = step.target;
     switch (step.kind) {
-        case StepKind::lookup: do_lookup(w, t, out); break;
+        case StepKind::lookup: do_lookup(w, t, out, scratch); break;
         case StepKind::pin: do_pin(w, t, out); break;
         case StepKind::revalidate: do_revalidate(w, t, out); break;
-        case StepKind::allocate: do_allocate(w, t, out); break;
+        case StepKind::allocate: do_allocate(w, t, out, scratch); break;
         case StepKind::read:
             out.read_request = t;
             w.requests[t].phase = Phase::read;
             break;
-        case StepKind::commit: do_commit(w, t, out); break;
-        case StepKind::decode: do_decode(w, t, step.arg, out); break;
+        case StepKind::commit: do_commit(w, t, out, scratch); break;
+        case StepKind::decode: do_decode(w, t, step.arg, out, scratch); break;
         case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::stop_waiting: do_stop_waiting(w, t); break;
         case StepKind::abort: do_abort(w, t); break;

@@ -9,6 +9,7 @@
 
 #include "model/alloc.hpp"
 #include "model/match.hpp"
+#include "model/scratch.hpp"
 #include "model/world.hpp"
 
 namespace kvcheck::model {
@@ -89,6 +90,10 @@ struct StepOutcome {
 };
 
 bool enabled(const World& world, const Step& step);
+// A request's lifecycle as a chain: in each phase at most one request step is next (decoding
+// ends in finish once every output token is decoded); none while it waits on loads, once it is
+// done, or for a free slot. stop_waiting and abort are the drivers' choices, never next here.
+std::optional<StepKind> next_request_step(const Request& request);
 // Whether an offload of an entry of eviction list `list` (World::lru_list) can be enabled now.
 // Every entry holds at least Derived::min_entry_bytes except the parts of shed window extents
 // that keep no block, which hold none and only window groups' lists hold. So when the host/disk
@@ -96,14 +101,33 @@ bool enabled(const World& world, const Step& step);
 // can offer one: the simulator's offloader skips the others, which a full tier would otherwise
 // make it walk in full at every call.
 bool may_offload_from(const World& world, std::size_t list);
+
+// The order an LRU offloader takes entries in: eviction list by eviction list, each from its
+// least recently used entry, skipping the lists may_offload_from rules out (asked as the walk
+// reaches each list, so offloads on the way count). Each entry's successor is taken before the
+// caller acts on it, so offloading the current entry does not derail the walk.
+class OffloadWalk {
+public:
+    explicit OffloadWalk(const World& world);
+    std::uint32_t current() const { return id_; }  // kNone once every list is walked
+    void advance();
+
+private:
+    void settle();  // onto the first entry at or after (list_, id_), with its successor noted
+    const World& world_;
+    std::size_t list_ = 0;
+    std::uint32_t id_ = kNone;
+    std::uint32_t next_ = kNone;
+};
+// Applies an enabled step (checked: a disabled one is a driver bug). For one-off steps (tests,
+// writers of counterexamples); loops keep a model::Driver (model/driver.hpp), whose scratch
+// buffers and outcome survive from step to step.
 StepOutcome apply(World& world, const Step& step);
-// apply() without its enabled() check, for a step enabled_steps has just offered for this same
-// world (explorers apply millions). The property tests walk apply over enabled_steps' offers, so
-// the two are held to agree.
-StepOutcome apply_offered(World& world, const Step& step);
-// apply_offered() into an outcome the caller keeps (reset first), so that its lists keep their
-// buffers: for drivers that have just found the step enabled themselves (the simulator).
-void apply_into(World& world, const Step& step, StepOutcome& out);
+// apply() without its enabled() check, into an outcome the caller keeps (reset first) and with
+// the caller's scratch: for a step enabled_steps has just offered for this same world (explorers
+// apply millions) or that the driver found enabled itself (the simulator). The property tests
+// walk apply over enabled_steps' offers, so the two are held to agree.
+void apply_into(World& world, const Step& step, StepOutcome& out, Scratch& scratch);
 
 // Every enabled step whose kind is in `kinds` (a bit per StepKind), in a canonical order.
 // Segment-targeted steps are offered for the oldest candidates of each eviction list only (one

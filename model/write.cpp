@@ -58,7 +58,7 @@ bool create_owned(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
 // this content (covered_until, down to the step grid) are duplicates the writer never publishes,
 // as an engine that finds a block's hash cached keeps the cached block.
 void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uint32_t first_end, std::uint32_t last_end,
-                  std::uint32_t cut, std::uint32_t anchor, StepOutcome& out) {
+                  std::uint32_t cut, std::uint32_t anchor, StepOutcome& out, Scratch& scratch) {
     Request& q = w.requests[r];
     const std::uint32_t unit = w.unit_tokens(g, form);
     const std::uint32_t first = first_end - unit;
@@ -77,7 +77,7 @@ void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
             if (e.group == g && e.end == first && e.segment != kNone && w.segments[e.segment].live &&
                 w.segments[e.segment].epoch == e.epoch && !w.segments[e.segment].is_tail)
                 before = e.segment;
-        thread_local std::vector<std::uint32_t> spoiled;
+        std::vector<std::uint32_t>& spoiled = scratch.spoiled;
         spoiled.clear();
         duplicate_end = covered_until(w, *q.spec, g, first, last_end / unit * unit, before, &spoiled) / step * step;
         for (std::uint32_t id : spoiled) unpublish(w, id);  // useless to every reader from now on
@@ -94,7 +94,7 @@ void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
 
 }  // namespace
 
-void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to, StepOutcome& out) {
+void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to, StepOutcome& out, Scratch& scratch) {
     Request& q = w.requests[r];
     const RequestSpec& spec = *q.spec;
     for (std::uint8_t g = 0; g < w.config->groups.size() && !q.uncached; ++g) {
@@ -105,7 +105,7 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
             case GroupKind::full: {
                 const std::uint32_t seg_len = grp.segment_tokens;
                 const std::uint32_t boundary = to / seg_len * seg_len;
-                create_units(w, r, g, Form::compressed_kv, (from / seg_len + 1) * seg_len, to, 0, 0, out);
+                create_units(w, r, g, Form::compressed_kv, (from / seg_len + 1) * seg_len, to, 0, 0, out, scratch);
                 if (seg_len == block) break;
                 for (std::uint32_t e = std::max(first_end, boundary + block); e <= to && !q.uncached; e += block)
                     create_owned(w, r, g, Form::uncompressed_tail, e - block, e, spec.key(e), boundary, false, out);
@@ -113,12 +113,12 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
             }
             case GroupKind::swa:
                 // A window block passes once the position is a window past its end (slide()).
-                create_units(w, r, g, Form::swa_window, first_end, to, to > grp.window_tokens ? to - grp.window_tokens : 0, 0, out);
+                create_units(w, r, g, Form::swa_window, first_end, to, to > grp.window_tokens ? to - grp.window_tokens : 0, 0, out, scratch);
                 break;
             case GroupKind::chunked:
-                create_units(w, r, g, Form::swa_window, first_end, to, to / grp.window_tokens * grp.window_tokens, 0, out);
+                create_units(w, r, g, Form::swa_window, first_end, to, to / grp.window_tokens * grp.window_tokens, 0, out, scratch);
                 break;
-            case GroupKind::indexer: create_units(w, r, g, Form::indexer_state, first_end, to, 0, 0, out); break;
+            case GroupKind::indexer: create_units(w, r, g, Form::indexer_state, first_end, to, 0, 0, out, scratch); break;
             case GroupKind::linear:
                 for (std::uint32_t p = first_end; p <= to && !q.uncached; p += block) {
                     // Mutant `min-block-size-index`: the checkpoint's block number is counted in the

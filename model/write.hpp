@@ -15,7 +15,7 @@ void hold(World& w, Request& q, std::uint32_t id);
 // Registers, group by group, the entries for request r's tokens (from, to] becoming computed,
 // written by r and held by it until complete_writes. Entries another published entry already
 // holds for this content are duplicates the writer never publishes (walk.hpp, covered_until).
-void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to, StepOutcome& out);
+void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to, StepOutcome& out, Scratch& scratch);
 
 // Finishes the writes write_range registered for request r: content, ready, published.
 void complete_writes(World& w, std::uint32_t r);

@@ -16,6 +16,7 @@
 
 #include <sys/wait.h>
 
+#include "model/driver.hpp"
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
 #include "sim/check/steps_json.hpp"
@@ -133,8 +134,8 @@ TEST(Explorer, ValidatedIsCleanAtTheLoadWaitScope) {
         EXPECT_TRUE(model::enabled(w, step)) << model::describe(w, step);
         background += sim::is_background(step.kind) ? 1 : 0;
         const model::StepOutcome out = model::apply(w, step);
-        std::vector<model::Violation> violations;
-        model::check_invariants(w, out, true, violations);
+        model::Driver driver;
+        const std::vector<model::Violation>& violations = driver.check(w, out);
         EXPECT_TRUE(violations.empty()) << violations.front().invariant << " after " << model::describe(w, step);
         return out;
     };
@@ -199,8 +200,7 @@ TEST(Explorer, MatchesAPlainBreadthFirstSearch) {
             child.background = static_cast<std::uint8_t>(child.background + (sim::is_background(step.kind) ? 1 : 0));
             ++transitions;
             if (!seen.insert({model::state_hash(child.world), child.faults, child.background}).second) continue;
-            violations.clear();
-            model::check_invariants(child.world, outcome, true, violations);
+            violations = model::Driver().check(child.world, outcome);
             ASSERT_TRUE(violations.empty()) << violations.front().invariant;
             frontier.push_back(std::move(child));
         }

@@ -99,4 +99,17 @@ TEST(Layering, ModelIncludesNoSystemFacilities) {
     }
 }
 
+// The model keeps no hidden per-thread state: scratch space is a context its callers pass.
+TEST(Layering, ModelHasNoThreadLocalState) {
+    for (const std::string& file : sources_under("model")) {
+        std::ifstream in(fs::path(KVCHECK_SOURCE_DIR) / file);
+        std::string line;
+        int number = 0;
+        while (std::getline(in, line)) {
+            ++number;
+            EXPECT_EQ(line.find("thread_local"), std::string::npos) << file << ":" << number << ": " << line;
+        }
+    }
+}
+
 }  // namespace

@@ -5,6 +5,7 @@
 // expects to be clean.
 #include <algorithm>
 
+#include "model/driver.hpp"
 #include "tests/model_fixtures.hpp"
 
 using namespace kvcheck::model;
@@ -161,8 +162,8 @@ TEST(OnDiskPrefix, HostMemoryKeepsTheNewestCopies) {
     EXPECT_LE(p.w.host_used_bytes, p.w.limits.host_capacity_bytes);
 
     p.w.host_used_bytes += 1;
-    std::vector<Violation> drift;
-    check_invariants(p.w, StepOutcome{}, true, drift);
+    Driver driver;
+    const std::vector<Violation>& drift = driver.check(p.w, StepOutcome{});
     EXPECT_EQ(names(drift), std::set<std::string>{"ST1_state_table"});
     p.w.host_used_bytes -= 1;
 

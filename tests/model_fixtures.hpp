@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/driver.hpp"
 #include "model/core.hpp"
 #include "model/invariants.hpp"
 #include "model/match.hpp"
@@ -67,9 +68,10 @@ inline Taken take(World& w, StepKind kind, std::uint32_t target, std::uint32_t a
         ADD_FAILURE() << "step not enabled: " << describe(w, s);
         return t;
     }
-    t.outcome = apply(w, s);
+    Driver driver;
+    t.outcome = driver.apply(w, s);
     t.applied = true;
-    check_invariants(w, t.outcome, true, t.violations);
+    t.violations = driver.check(w, t.outcome);
     return t;
 }
 

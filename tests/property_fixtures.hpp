@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "model/driver.hpp"
 #include "model/core.hpp"
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
@@ -325,7 +326,7 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
     std::array<std::uint8_t, kActorCount> faults{};
     std::uint8_t background = 0;
     std::vector<model::Step> enabled;
-    std::vector<model::Violation> found;
+    model::Driver driver;
     std::vector<bool> on_gpu;
     for (std::size_t i = 0; i < choices.size() + kTailSteps; ++i) {
         model::enabled_steps(world, allowed_kinds(scope, faults, background), enabled);
@@ -338,7 +339,7 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         const model::Step step = enabled[pick_step(enabled, weights, i < choices.size() ? choices[i] : 0)];
         run.described.push_back(model::describe(world, step));
         run.steps.push_back(step);
-        const model::StepOutcome outcome = model::apply(world, step);
+        const model::StepOutcome& outcome = driver.apply(world, step);
         if (outcome.lookup) ++run.verdicts[static_cast<std::size_t>(outcome.lookup->verdict)];
         run.tier_drops += static_cast<std::size_t>(std::count_if(outcome.evicted.begin(), outcome.evicted.end(), [](const model::Eviction& e) {
             return e.cause == model::EvictionCause::tier_full;
@@ -371,8 +372,7 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         if (step.kind == StepKind::read && world.requests[step.target].resume_len > 0) ++run.resumed_reads;
         if (model::is_fault(step.kind)) ++faults[static_cast<std::size_t>(actor_of(step.kind))];
         if (sim::is_background(step.kind)) ++background;
-        found.clear();
-        model::check_invariants(world, outcome, /*structural=*/true, found);
+        const std::vector<model::Violation>& found = driver.check(world, outcome);
         if (sim::violates(found, watch)) {
             run.violations = found;
             run.violated = true;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/driver.hpp"
 #include "model/core.hpp"
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
@@ -25,8 +26,8 @@ std::vector<std::byte> encoded(const model::StateCodec& codec, const model::Worl
 }
 
 std::vector<std::string> invariant_names(const model::World& w, const model::StepOutcome& outcome) {
-    std::vector<model::Violation> violations;
-    model::check_invariants(w, outcome, true, violations);
+    model::Driver driver;
+    const std::vector<model::Violation>& violations = driver.check(w, outcome);
     std::vector<std::string> names;
     for (const model::Violation& v : violations) names.emplace_back(v.invariant);
     return names;

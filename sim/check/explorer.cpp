@@ -2,6 +2,7 @@
 // depth-first search is in explorer_dfs.cpp). Nodes keep only their parent and the step that
 // reached them; counterexamples are rebuilt by walking parents back and replaying from the initial
 // world. The frontier holds states encoded by model::StateCodec in chunks the two live levels share.
+#include "model/driver.hpp"
 #include "sim/check/explorer.hpp"
 
 #include "sim/check/explore_parts.hpp"
@@ -214,6 +215,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         bool stuck = false;
     };
     std::array<Batch, 2> batches;
+    model::Driver driver;
     const std::uint32_t fault_kinds = all_fault_kinds();  // the budgets' kinds, as bits
     const std::uint32_t background = background_kinds();
     auto build = [&](const Level::Entry& f, Batch& b) {
@@ -226,7 +228,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         for (std::size_t k = 0; k < b.steps.size(); ++k) {
             Child& c = b.children[k];
             if (k > 0) codec.decode(f.state, c.world);
-            c.outcome = model::apply_offered(c.world, b.steps[k]);
+            driver.apply(c.world, b.steps[k], c.outcome);
             const std::uint32_t kind = model::kind_bit(b.steps[k].kind);
             c.faults = static_cast<std::uint8_t>(f.faults + ((kind & fault_kinds) != 0 ? 1 : 0));
             c.background = static_cast<std::uint8_t>(f.background + ((kind & background) != 0 ? 1 : 0));
@@ -245,8 +247,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             if (options.keep_graph) edges.emplace_back(b.node, node);
             if (!inserted) continue;
             nodes.push_back({b.node, b.steps[k]});
-            violations.clear();
-            model::check_invariants(c.world, c.outcome, true, violations);
+            violations = driver.check(c.world, c.outcome);
             if (!violations.empty() && !violates(violations, options.target)) {
                 ++report.other_violations;
                 continue;

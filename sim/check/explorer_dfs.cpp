@@ -6,6 +6,7 @@
 // first does. Counterexamples end on the first violating state found and are then shrunk.
 #include <chrono>
 
+#include "model/driver.hpp"
 #include "sim/check/explore_parts.hpp"
 
 namespace kvcheck::sim::detail {
@@ -113,6 +114,7 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
     std::vector<Child> children;  // scratch worlds, reused state after state
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
+    model::Driver driver;
     struct Accepted {
         std::size_t child;
         std::uint32_t node;
@@ -145,7 +147,7 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
         for (std::size_t k = 0; k < steps.size(); ++k) {
             Child& c = children[k];
             if (k > 0) codec.decode(stack.state(e), c.world);
-            c.outcome = model::apply_offered(c.world, steps[k]);
+            driver.apply(c.world, steps[k], c.outcome);
             const std::uint32_t kind = model::kind_bit(steps[k].kind);
             c.faults = static_cast<std::uint8_t>(e.faults + ((kind & fault_kinds) != 0 ? 1 : 0));
             c.background = static_cast<std::uint8_t>(e.background + ((kind & background) != 0 ? 1 : 0));
@@ -164,8 +166,7 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
                 accepted.push_back({k, node, true});
                 continue;
             }
-            violations.clear();
-            model::check_invariants(c.world, c.outcome, true, violations);
+            violations = driver.check(c.world, c.outcome);
             if (violations.empty()) {
                 accepted.push_back({k, node, false});
                 continue;

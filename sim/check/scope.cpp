@@ -1,4 +1,5 @@
 // Named scopes and the initial world they describe.
+#include "model/driver.hpp"
 #include "sim/check/scope.hpp"
 
 #include "model/invariants.hpp"
@@ -212,7 +213,7 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
         w.add_request(specs.back());
     }
     std::vector<model::Step> steps;
-    std::vector<model::Violation> violations;
+    model::Driver driver;
     for (std::uint32_t r = 0; r < scope.requests.size(); ++r) {
         if (!scope.requests[r].warm) continue;
         std::vector<model::Step> taken;
@@ -224,9 +225,7 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
             if (own == steps.end())
                 throw std::invalid_argument("warm request " + std::to_string(r) + " cannot run to the end on its own");
             taken.push_back(*own);
-            const model::StepOutcome outcome = model::apply(w, *own);
-            violations.clear();
-            model::check_invariants(w, outcome, true, violations);
+            const std::vector<model::Violation>& violations = driver.step(w, *own);
             if (!violations.empty()) {
                 Scope cold = scope;
                 for (std::size_t later = r; later < cold.requests.size(); ++later) cold.requests[later].warm = false;

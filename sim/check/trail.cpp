@@ -1,4 +1,5 @@
 // Trail replay and delta-debugging shrinking of counterexamples.
+#include "model/driver.hpp"
 #include "sim/check/trail.hpp"
 
 #include <algorithm>
@@ -9,17 +10,15 @@ TrailResult replay_trail(const Scope& scope, const model::Defenses& defenses, co
                          bool stop_at_violation) {
     TrailResult result;
     model::World world = initial_world(scope, defenses);
-    std::vector<model::Violation> found;
+    model::Driver driver;
     for (std::size_t i = 0; i < steps.size(); ++i) {
         if (!model::enabled(world, steps[i])) {
             result.valid = false;
             return result;
         }
         result.described.push_back(model::describe(world, steps[i]));
-        const model::StepOutcome outcome = model::apply(world, steps[i]);
+        const std::vector<model::Violation>& found = driver.step(world, steps[i]);
         ++result.steps_applied;
-        found.clear();
-        model::check_invariants(world, outcome, true, found);
         if (!found.empty() && result.violations.empty()) {
             result.violations = found;
             result.violating_step = i;

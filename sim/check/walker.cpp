@@ -1,4 +1,5 @@
 // Random walks with per-walk seeds, swarm scopes, worker threads and shrinking.
+#include "model/driver.hpp"
 #include "sim/check/walker.hpp"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ Walk walk_once(const Scope& scope, const model::Defenses& defenses, std::uint64_
     Rng rng(seed);
     model::World world = initial_world(scope, defenses);
     std::vector<model::Step> enabled;
-    std::vector<model::Violation> violations;
+    model::Driver driver;
     std::uint8_t faults = 0;
     std::uint8_t background = 0;
     for (std::uint32_t i = 0; i < depth; ++i) {
@@ -49,10 +50,8 @@ Walk walk_once(const Scope& scope, const model::Defenses& defenses, std::uint64_
         faults = static_cast<std::uint8_t>(faults + (model::is_fault(step.kind) ? 1 : 0));
         background = static_cast<std::uint8_t>(background + (is_background(step.kind) ? 1 : 0));
         walk.found.steps.push_back(step);
-        const model::StepOutcome outcome = model::apply(world, step);
+        const std::vector<model::Violation>& violations = driver.step(world, step);
         ++walk.steps;
-        violations.clear();
-        model::check_invariants(world, outcome, true, violations);
         if (!violations.empty()) {
             walk.violated = true;
             walk.found.violations = violations;

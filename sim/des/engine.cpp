@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "model/core.hpp"
+#include "model/driver.hpp"
 #include "model/invariants.hpp"
 #include "sim/check/trail.hpp"
 #include "sim/des/faults.hpp"
@@ -31,8 +32,11 @@ struct Event {
     std::uint64_t time;
     std::uint64_t seq;
     EventKind kind;
-    std::uint32_t a;
-    std::uint32_t b;
+    // What the event is about, by kind: the request slot (step, fork, load_wait_over), the I/O
+    // operation (io_done), the fault entry (fault) or the session turn (turn); arrival: none.
+    std::uint32_t target;
+    std::uint32_t step_kind;  // step: the model::StepKind the request takes
+
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -55,7 +59,7 @@ public:
     Engine(const Scenario& s, const RunOptions& o)
         : s_(s), policy_(o.policy.empty() ? s.policy : o.policy), seed_(o.seed_given ? o.seed : s.seed), options_(o),
           world_(std::make_shared<model::ModelConfig>(s.model), model::find_policy(policy_)->defenses, limits(s), s.rollout),
-          rng_(seed_), io_rng_(rng_.fork(1)), tier_rng_(hash_combine(seed_, 0x74696572)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests) {
+          rng_(seed_), io_rng_(rng_.fork(1)), tier_rng_(hash_combine(seed_, 0x74696572)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests), driver_(s.structural_checks) {
         TraceOptions t = s.trace;
         t.seed = seed_;
         arrivals_ = std::make_unique<ArrivalStream>(s.trace_path, t, s.requests);
@@ -79,28 +83,27 @@ public:
             switch (e.kind) {
                 case EventKind::arrival: arrive(); break;
                 case EventKind::step: {
-                    const auto kind = static_cast<StepKind>(e.b);
+                    const auto kind = static_cast<StepKind>(e.step_kind);
                     // Decode runs the whole output as one step: its blocks, slides and recaptures.
-                    request_step(e.a, kind, kind == StepKind::decode ? world_.requests[e.a].spec->output_tokens : 0);
+                    request_step(e.target, kind, kind == StepKind::decode ? world_.requests[e.target].spec->output_tokens : 0);
                     break;
                 }
-                case EventKind::io_done: io_done(e.a); break;
-                case EventKind::fault: fire_fault(e.a); break;
-                case EventKind::turn: start(sessions_->take(e.a), e.a); break;
-                case EventKind::fork: fork_samples(e.a); break;
+                case EventKind::io_done: io_done(e.target); break;
+                case EventKind::fault: fire_fault(e.target); break;
+                case EventKind::turn: start(sessions_->take(e.target), e.target); break;
+                case EventKind::fork: fork_samples(e.target); break;
                 case EventKind::load_wait_over:
                     // Only for the wait it was set for: a later wait of the slot started later.
-                    if (world_.requests[e.a].phase == Phase::waiting_io &&
-                        now_ - tracking_[e.a].io_wait_start_ns >= *s_.max_load_wait_us * 1000)
-                        request_step(e.a, StepKind::stop_waiting);
+                    if (world_.requests[e.target].phase == Phase::waiting_io &&
+                        now_ - tracking_[e.target].io_wait_start_ns >= *s_.max_load_wait_us * 1000)
+                        request_step(e.target, StepKind::stop_waiting);
                     break;
             }
             if (options_.progress && (metrics_.events & 0xFFFF) == 0) options_.progress(finished_, metrics_.events);
         }
         // The O(state) structural invariants once more at the end, whatever the run's check level.
-        std::vector<model::Violation> found;
-        model::check_invariants(world_, model::StepOutcome{}, true, found);
-        count(found);
+        model::Driver final_check(true);
+        count(final_check.check(world_, model::StepOutcome{}));
         metrics_.sim_time_ns = now_;
         metrics_.resume_grain_tokens = world_.grain_tokens;
         metrics_.unfired_faults = faults_.unfired();
@@ -129,7 +132,9 @@ private:
         return l;
     }
 
-    void schedule(std::uint64_t at, EventKind kind, std::uint32_t a, std::uint32_t b) { queue_.push({at, seq_++, kind, a, b}); }
+    void schedule(std::uint64_t at, EventKind kind, std::uint32_t target, std::uint32_t step_kind) {
+        queue_.push({at, seq_++, kind, target, step_kind});
+    }
 
     // Streams the next request from the trace and the explicit list, whichever comes first.
     void pull_next_arrival() {
@@ -184,7 +189,7 @@ private:
         if (!model::enabled(world_, step)) return false;
         // Described before it applies; only the timeline (until its cap) and the exporter read it.
         const std::string what = exporter_ || timeline_.takes_instants() ? model::describe(world_, step) : std::string();
-        model::apply_into(world_, step, fault_outcome_);
+        driver_.apply(world_, step, fault_outcome_);
         after(fault_outcome_);
         ++metrics_.faults[static_cast<std::size_t>(fault)];
         timeline_.instant(std::string(model::fault_name(fault)) + " " + std::string(model::fault_summary(fault)), now_, what);
@@ -196,78 +201,56 @@ private:
         faults_.fire_scheduled(index, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
     }
 
+    // One request step, then what the simulator does beyond the model (figures, faults aimed at
+    // this request, offloads, spans); the next step is the model's (model::next_request_step),
+    // scheduled after the time it takes.
     void request_step(std::uint32_t r, StepKind kind, std::uint32_t arg = 0) {
         const Step step{kind, r, arg};
         KV_ASSERT(model::enabled(world_, step), "engine scheduled a disabled step: " + model::describe(world_, step));
         model::Request& q = world_.requests[r];
         Tracking& t = tracking_[r];
-        model::apply_into(world_, step, request_outcome_);
+        driver_.apply(world_, step, request_outcome_);
         const model::StepOutcome& out = request_outcome_;
         after(out);
         switch (kind) {
-            case StepKind::lookup: {
+            case StepKind::lookup:
                 if (out.lookup && !t.looked_up) first_lookup(r, *out.lookup);
                 else if (out.lookup) count_misses(*out.lookup);  // after loads or a stale revalidation
                 if (q.phase == Phase::waiting_io) {
                     t.io_wait_start_ns = now_;
                     if (s_.max_load_wait_us) schedule(now_ + *s_.max_load_wait_us * 1000, EventKind::load_wait_over, r, 0);
-                } else if (q.phase == Phase::arrived) {
-                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
-                } else {
+                } else if (q.phase != Phase::arrived) {
                     faults_.after_lookup(r, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
-                    schedule(now_ + s_.validate_gap_us * 1000, EventKind::step, r, static_cast<std::uint32_t>(StepKind::pin));
                 }
                 break;
-            }
             case StepKind::stop_waiting:
                 ++metrics_.load_waits_stopped;
                 end_io_wait(r, "stopped waiting");
-                schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
                 break;
-            case StepKind::pin: schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::revalidate)); break;
             case StepKind::revalidate:
                 if (out.stale_revalidation) {
                     ++metrics_.stale_revalidations;
                     ++metrics_.miss_reasons["any"]["stale_epoch"];
                     t.stale = true;
-                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::lookup));
-                } else {
-                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::allocate));
                 }
                 break;
-            case StepKind::allocate:
-                maybe_offload();
-                schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::read));
-                break;
-            case StepKind::read: {
+            case StepKind::allocate: maybe_offload(); break;
+            case StepKind::read:
                 account_read(r);
-                const double tokens = q.spec->input_tokens - q.resume_len;
                 t.prefill_start_ns = now_;
-                schedule(now_ + static_cast<std::uint64_t>(tokens / s_.prefill_tokens_per_s * 1e9), EventKind::step, r,
-                         static_cast<std::uint32_t>(StepKind::commit));
                 break;
-            }
-            case StepKind::commit: {
+            case StepKind::commit:
                 metrics_.ttft.add(static_cast<double>(now_ - t.arrival_ns) / 1e6);
                 timeline_.span(t.uid, "prefill", t.prefill_start_ns, now_,
                                std::to_string(q.spec->input_tokens - q.resume_len) + " tokens computed");
                 maybe_offload();
                 // Before its decode or finish, so the slot still holds it when the fork comes.
                 if (s_.samples > 1 && q.spec->sample == 0) schedule(now_, EventKind::fork, r, 0);
-                const std::uint32_t out_tokens = q.spec->output_tokens;
-                if (out_tokens > 0) {
-                    schedule(now_ + static_cast<std::uint64_t>(out_tokens * s_.decode_ms_per_token * 1e6), EventKind::step, r,
-                             static_cast<std::uint32_t>(StepKind::decode));
-                } else {
-                    schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::finish));
-                }
                 break;
-            }
             case StepKind::decode:
                 // The slide let go of the blocks the window passed; the graph captured over them
                 // lives until finish.
                 faults_.after_decode(r, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
-                schedule(now_, EventKind::step, r, static_cast<std::uint32_t>(StepKind::finish));
                 break;
             case StepKind::finish:
                 end_request(r, std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
@@ -276,8 +259,29 @@ private:
                 ++metrics_.requests_failed;
                 end_request(r, "failed: a load failed");
                 break;
+            case StepKind::pin: break;
             default: KV_UNREACHABLE("not a request step");
         }
+        schedule_next(r);
+    }
+
+    // The request's next step, when the model has one, after the time it takes to get there:
+    // the TOCTOU window before the pin, the prefill before the commit, the decode of the whole
+    // output; every other step follows at once.
+    void schedule_next(std::uint32_t r) {
+        const model::Request& q = world_.requests[r];
+        const std::optional<StepKind> next = model::next_request_step(q);
+        if (!next) return;
+        std::uint64_t delay_ns = 0;
+        if (*next == StepKind::pin) {
+            delay_ns = s_.validate_gap_us * 1000;
+        } else if (*next == StepKind::commit) {
+            const double tokens = q.spec->input_tokens - q.resume_len;
+            delay_ns = static_cast<std::uint64_t>(tokens / s_.prefill_tokens_per_s * 1e9);
+        } else if (*next == StepKind::decode) {
+            delay_ns = static_cast<std::uint64_t>(q.spec->output_tokens * s_.decode_ms_per_token * 1e6);
+        }
+        schedule(now_ + delay_ns, EventKind::step, r, static_cast<std::uint32_t>(*next));
     }
 
     // A request has ended (finished, or failed by the load-failure policy): its slot is free, and
@@ -327,7 +331,7 @@ private:
         // hit shorter than the grain promised tokens it could not resume), or went stale.
         if (t.hash_hit_len > 0 && (q.resume_len < t.hash_hit_len / grain * grain || q.resume_len == 0 || t.stale))
             ++metrics_.post_hit_fallbacks;
-        if (exporter_ && q.resume_len > 0) exporter_->export_read(world_, r, read_violations_);
+        if (exporter_ && q.resume_len > 0) exporter_->export_read(world_, r, driver_.facts(), driver_.violations());
     }
 
     void io_done(std::uint32_t op_id) {
@@ -355,7 +359,7 @@ private:
                               now_, what);
         }
         KV_ASSERT(model::enabled(world_, {kind, op_id, 0}), "the I/O engine picked a disabled outcome");
-        model::apply_into(world_, {kind, op_id, 0}, io_outcome_);
+        driver_.apply(world_, {kind, op_id, 0}, io_outcome_);
         // A load failed when its segment is back on disk: an error, or a partial load that the
         // length check caught.
         const bool loaded = op.kind == model::IoKind::load && world_.segments[op.segment].stage != model::Stage::on_disk;
@@ -374,7 +378,7 @@ private:
             request_step(op.request, StepKind::abort);
         } else if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
             end_io_wait(op.request, "");
-            schedule(now_, EventKind::step, op.request, static_cast<std::uint32_t>(StepKind::lookup));
+            schedule_next(op.request);
         }
     }
 
@@ -390,19 +394,13 @@ private:
         if (!s_.offload) return;
         const auto target = static_cast<std::uint64_t>(s_.offload_watermark * static_cast<double>(s_.gpu_budget_bytes));
         std::uint64_t used = world_.gpu_used_bytes;
-        for (std::size_t list = 0; list < world_.lru_head.size() && used > target; ++list) {
-            if (!model::may_offload_from(world_, list)) continue;
-            for (std::uint32_t id = world_.lru_head[list]; id != model::kNone && used > target;) {
-                const std::uint32_t next = world_.segments[id].lru_next;
-                const Step st{StepKind::offload, id, 0};
-                if (model::enabled(world_, st)) {
-                    const std::uint64_t bytes = world_.bytes_of(world_.segments[id]);
-                    model::apply_into(world_, st, offload_outcome_);
-                    after(offload_outcome_);
-                    used = used > bytes ? used - bytes : 0;
-                }
-                id = next;
-            }
+        for (model::OffloadWalk walk(world_); walk.current() != model::kNone && used > target; walk.advance()) {
+            const Step st{StepKind::offload, walk.current(), 0};
+            if (!model::enabled(world_, st)) continue;
+            const std::uint64_t bytes = world_.bytes_of(world_.segments[st.target]);
+            driver_.apply(world_, st, offload_outcome_);
+            after(offload_outcome_);
+            used = used > bytes ? used - bytes : 0;
         }
     }
 
@@ -440,9 +438,7 @@ private:
     // Bookkeeping after any step: invariants, I/O completions to schedule, evictions, memory.
     void after(const model::StepOutcome& out) {
         ++steps_;
-        read_violations_.clear();
-        model::check_invariants(world_, out, s_.structural_checks, read_violations_);
-        count(read_violations_);
+        count(driver_.check(world_, out));
         ages_.after_step(world_, out, now_, metrics_.ages);
         if (out.read_request != model::kNone) {
             judge_read(out.read_request);
@@ -495,9 +491,10 @@ private:
 
     // A resume whose reads break an output-level invariant is a silent corruption; explain it.
     void judge_read(std::uint32_t r) {
-        const auto bad = std::find_if(read_violations_.begin(), read_violations_.end(),
+        const std::vector<model::Violation>& found = driver_.violations();
+        const auto bad = std::find_if(found.begin(), found.end(),
                                       [](const model::Violation& v) { return model::corrupts_output(v.invariant); });
-        if (bad == read_violations_.end()) return;
+        if (bad == found.end()) return;
         ++metrics_.silent_corruptions;
         if (metrics_.corruption_examples.size() >= 20) return;
         Corruption c;
@@ -512,7 +509,7 @@ private:
             c.cause = std::move(cause);
         };
         // The entry whose content is wrong (OR1 names it), else the entry or range the violation names.
-        const std::vector<model::ReadFact> facts = model::read_facts(world_, r);
+        const std::vector<model::ReadFact>& facts = driver_.facts();
         const auto wrong = std::find_if(facts.begin(), facts.end(), [](const model::ReadFact& f) { return f.expected != f.actual; });
         if (wrong != facts.end()) {
             c.invariant = "OR1_ground_truth";
@@ -549,7 +546,9 @@ private:
     std::uint64_t finished_ = 0;
     std::uint64_t forked_ = 0;  // parallel sampling: requests forked for further answers
     std::vector<Tracking> tracking_;
-    std::vector<model::Violation> read_violations_;
+    // Applies every step and checks the invariants after it; keeps the last read's facts and
+    // violations for the oracle's report and the exporter.
+    model::Driver driver_;
     std::unique_ptr<ScheduleExporter> exporter_;
     std::unique_ptr<SessionBook> sessions_;  // with sessions: turns found in the trace, held turns
     std::uint64_t steps_ = 0;  // model steps applied so far; schedules name faults by it

@@ -227,7 +227,7 @@ void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
     for (model::FaultClass f : {model::FaultClass::F1, model::FaultClass::F3, model::FaultClass::F8, model::FaultClass::F11}) {
         const std::optional<FaultAction> action = roll(f, request);
         if (!action) continue;
-        const model::LookupResult preview = model::lookup(world_, world_.requests[request]);
+        const model::LookupResult preview = model::lookup(world_, world_.requests[request], scratch_);
         aim(f, *action, preview.plan, acting(inject));
     }
     if (const std::optional<FaultAction> action = roll(model::FaultClass::F5, request))

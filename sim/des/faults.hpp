@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/core.hpp"
+#include "model/scratch.hpp"
 #include "model/steps.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -42,6 +43,7 @@ public:
     std::vector<std::string> unfired() const;
 
 private:
+    model::Scratch scratch_;  // the previews' lookups
     // Each fault class draws at its own opportunities, and F2's timeouts at transfer starts, not
     // completions: they count apart, in a slot after the classes'.
     static constexpr std::size_t kTimeoutSlot = model::kFaultClassCount;

@@ -80,7 +80,8 @@ std::vector<int> tokens_of(const model::RequestSpec& spec, std::uint32_t end) {
 
 }  // namespace
 
-void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const std::vector<model::Violation>& violations) {
+void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const std::vector<model::ReadFact>& facts,
+                                   const std::vector<model::Violation>& violations) {
     if (written_ >= max_schedules_) return;
     const model::Request& q = w.requests[r];
     const model::RequestSpec& spec = *q.spec;
@@ -88,7 +89,7 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
     out.tokens = tokens_of(spec, spec.input_tokens);
     std::vector<FaultNote> touched;  // faults that touched a read's content
     bool stale_config = false;       // a read was written under other weights or another layout
-    for (const model::ReadFact& f : model::read_facts(w, r)) {
+    for (const model::ReadFact& f : facts) {
         const model::PlanEntry& e = f.entry;
         replay::Read read;
         read.group = e.group;

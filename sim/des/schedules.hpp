@@ -41,7 +41,9 @@ public:
     void note_loaded(std::uint32_t segment, std::uint32_t epoch);
     // A load that delivered only part of the segment and was taken as complete (F2 partial).
     void note_torn(std::uint32_t segment, std::uint32_t epoch);
-    void export_read(const model::World& world, std::uint32_t request, const std::vector<model::Violation>& violations);
+    // A read that resumed from cache: its facts and violations as the driver found them.
+    void export_read(const model::World& world, std::uint32_t request, const std::vector<model::ReadFact>& facts,
+                     const std::vector<model::Violation>& violations);
     std::uint64_t written() const { return written_; }
 
 private:

@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "model/driver.hpp"
 #include "model/fault_class.hpp"
 #include "model/invariants.hpp"
 #include "model/state_hash.hpp"
@@ -19,8 +20,7 @@ namespace {
 // whole), and each read that resumed from cache with the violations it raised.
 std::uint64_t export_steps(const Scenario& s, const model::Defenses& defenses, ScheduleExporter& exporter) {
     model::World w = initial_world(s.scope, defenses);
-    model::StepOutcome outcome;
-    std::vector<model::Violation> violations;
+    model::Driver driver(false);
     std::uint64_t number = 0;
     for (const model::Step& step : s.steps) {
         ++number;
@@ -30,15 +30,13 @@ std::uint64_t export_steps(const Scenario& s, const model::Defenses& defenses, S
         const std::string what = fault ? model::describe(w, step) : std::string();
         const bool on_io = model::target_of(step.kind) == model::StepTarget::io;
         const model::IoOp op = on_io && step.target < w.io.size() ? w.io[step.target] : model::IoOp{};
-        model::apply_into(w, step, outcome);
-        violations.clear();
-        model::check_invariants(w, outcome, false, violations);
+        driver.step(w, step);
         if (fault) exporter.note_fault(w, step, *fault, what, number);
         const bool loaded = on_io && op.live && op.kind == model::IoKind::load && w.segments[op.segment].stage != model::Stage::on_disk &&
                             step.kind != model::StepKind::io_fail;
         if (loaded) exporter.note_loaded(op.segment, w.segments[op.segment].epoch);
         if (loaded && step.kind == model::StepKind::partial_load) exporter.note_torn(op.segment, w.segments[op.segment].epoch);
-        if (step.kind == model::StepKind::read && w.requests[step.target].resume_len > 0) exporter.export_read(w, step.target, violations);
+        if (step.kind == model::StepKind::read && w.requests[step.target].resume_len > 0) exporter.export_read(w, step.target, driver.facts(), driver.violations());
     }
     return number;
 }
