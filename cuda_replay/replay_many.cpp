@@ -11,9 +11,6 @@
 
 namespace kvcheck::replay {
 
-// Replays every schedule on `jobs` threads. Each schedule is replayed alone with its own
-// sessions, so its result does not depend on the thread or the order; results keep the input
-// (file-name) order. The first exception (by schedule order) is rethrown.
 std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend,
                                                int jobs) {
     std::vector<std::optional<ScheduleResult>> slots(schedules.size());
@@ -41,7 +38,6 @@ std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, c
     return results;
 }
 
-// The schedules to replay, in file-name order; a path that is a file is replayed alone.
 std::vector<std::string> schedule_files(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code error;
