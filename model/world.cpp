@@ -269,4 +269,29 @@ std::uint64_t state_hash(const World& w) {
     return hash_state(w, id_order, [](std::uint32_t id) { return std::uint64_t{id}; });
 }
 
+void segments_by_recency(const World& world, Form form, bool hottest, std::vector<std::uint32_t>& out) {
+    out.clear();
+    for (std::size_t list = 0; list < world.lru_head.size(); ++list)
+        for (std::uint32_t id = hottest ? world.lru_tail[list] : world.lru_head[list]; id != kNone;
+             id = hottest ? world.segments[id].lru_prev : world.segments[id].lru_next)
+            if (world.segments[id].form == form) out.push_back(id);
+}
+
+void captured_segments(const World& world, std::uint32_t first, std::vector<std::uint32_t>& out) {
+    out.clear();
+    const auto add = [&](std::uint32_t r) {
+        if (r >= world.graphs.size() || !world.graphs[r].live) return;
+        for (const GraphRef& ref : world.graphs[r].refs) out.push_back(ref.segment);
+    };
+    add(first);
+    for (std::uint32_t r = 0; r < world.graphs.size(); ++r)
+        if (r != first) add(r);
+}
+
+void eviction_heads(const World& world, std::vector<std::uint32_t>& out) {
+    out.clear();
+    for (std::uint32_t head : world.lru_head)
+        if (head != kNone) out.push_back(head);
+}
+
 }  // namespace kvcheck::model

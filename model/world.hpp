@@ -425,6 +425,16 @@ std::uint64_t part_tag(const World& world, const Segment& s, std::uint64_t conte
 std::uint64_t part_content(const World& world, const Segment& s, std::uint64_t content, std::uint32_t start,
                            std::uint32_t end);
 
+// Where a fault lands, asked of the model so that no driver walks World's lists. The segments of
+// `form`, eviction list by eviction list, each from its least recently used entry (with `hottest`,
+// from its most recently used one).
+void segments_by_recency(const World& world, Form form, bool hottest, std::vector<std::uint32_t>& out);
+// The segments live captured graphs bake in: request slot `first`'s graph first (kNone: none
+// first), then the others in slot order, each in the order its graph captured them.
+void captured_segments(const World& world, std::uint32_t first, std::vector<std::uint32_t>& out);
+// The least recently used entry of every non-empty eviction list, list by list.
+void eviction_heads(const World& world, std::vector<std::uint32_t>& out);
+
 // A canonical hash of everything that determines future behaviour (explorers use it).
 std::uint64_t state_hash(const World& world);
 

@@ -1,5 +1,5 @@
 // Event loop, request lifecycle timing, storage tiers and the oracle bookkeeping. Faults are
-// delegated to FaultInjector (sim/faults.cpp); schedules to ScheduleExporter (sim/schedules.cpp).
+// proposed by FaultInjector (sim/des/faults.cpp); schedules go to ScheduleExporter (sim/des/schedules.cpp).
 #include "sim/des/engine.hpp"
 
 #include <algorithm>
@@ -79,7 +79,7 @@ public:
             queue_.pop();
             now_ = e.time;
             ++metrics_.events;
-            for (std::uint32_t index : faults_.due_by_event(metrics_.events)) fire_fault(index);
+            for (std::uint32_t index : faults_.due_by_event(metrics_.events)) offer_faults(FaultInjector::scheduled(index));
             switch (e.kind) {
                 case EventKind::arrival: arrive(); break;
                 case EventKind::step: {
@@ -89,7 +89,7 @@ public:
                     break;
                 }
                 case EventKind::io_done: io_done(e.target); break;
-                case EventKind::fault: fire_fault(e.target); break;
+                case EventKind::fault: offer_faults(FaultInjector::scheduled(e.target)); break;
                 case EventKind::turn: start(sessions_->take(e.target), e.target); break;
                 case EventKind::fork: fork_samples(e.target); break;
                 case EventKind::load_wait_over:
@@ -167,7 +167,7 @@ private:
         if (tracking_.size() <= r) tracking_.resize(r + 1);
         tracking_[r] = tracking;
         if (from_stream) pull_next_arrival();
-        faults_.before_lookup(r, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
+        offer_faults(FaultInjector::before_lookup(r));
         request_step(r, StepKind::lookup);
     }
 
@@ -197,8 +197,14 @@ private:
         return true;
     }
 
-    void fire_fault(std::uint32_t index) {
-        faults_.fire_scheduled(index, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
+    // Each firing at the opportunity proposes its steps; the first the model enables applies.
+    void offer_faults(FaultInjector::Opportunity at) {
+        while (faults_.propose(at, proposal_))
+            for (const Step& step : proposal_.steps)
+                if (inject(step, proposal_.fault)) {
+                    faults_.acted(proposal_, step);
+                    break;
+                }
     }
 
     // One request step, then what the simulator does beyond the model (figures, faults aimed at
@@ -220,7 +226,7 @@ private:
                     t.io_wait_start_ns = now_;
                     if (s_.max_load_wait_us) schedule(now_ + *s_.max_load_wait_us * 1000, EventKind::load_wait_over, r, 0);
                 } else if (q.phase != Phase::arrived) {
-                    faults_.after_lookup(r, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
+                    offer_faults(FaultInjector::after_lookup(r));
                 }
                 break;
             case StepKind::stop_waiting:
@@ -250,7 +256,7 @@ private:
             case StepKind::decode:
                 // The slide let go of the blocks the window passed; the graph captured over them
                 // lives until finish.
-                faults_.after_decode(r, [&](const Step& st, model::FaultClass f) { return inject(st, f); });
+                offer_faults(FaultInjector::after_decode(r));
                 break;
             case StepKind::finish:
                 end_request(r, std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
@@ -535,6 +541,7 @@ private:
     // When each tier's link is next free, by tier (0 host, 1 disk) and direction (0 to it, 1 from it).
     std::array<std::array<std::uint64_t, 2>, 2> link_free_ns_{};
     FaultInjector faults_;
+    Proposal proposal_;  // the fault firing being offered, its steps' buffer kept
     Timeline timeline_;
     Metrics metrics_;
     EntryAges ages_;

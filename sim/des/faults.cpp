@@ -135,61 +135,55 @@ void FaultInjector::mark_held() {
     held_.reset();
 }
 
-FaultInjector::Inject FaultInjector::acting(const Inject& inject) {
-    return [this, &inject](const Step& step, model::FaultClass fault) {
-        if (!inject(step, fault)) return false;
+// A segment an earlier scheduled firing damaged, unchanged since (a reused id never repeats an
+// epoch), is no target for a scheduled firing: F3 and F10 steps stay enabled on what they hit.
+namespace {
+bool on_segment(const model::World& world, const Step& step) {
+    return model::target_of(step.kind) == model::StepTarget::segment && step.target < world.segments.size();
+}
+std::uint64_t damage_key(const model::World& world, std::uint32_t id) { return (std::uint64_t{id} << 32) | world.segments[id].epoch; }
+}  // namespace
+
+bool FaultInjector::damaged(const Step& step) const {
+    return on_segment(world_, step) && damaged_.contains(damage_key(world_, step.target));
+}
+
+void FaultInjector::acted(const Proposal& proposal, const Step& step) {
+    if (proposal.scheduled == kNone) {
         mark_held();
-        return true;
-    };
+        return;
+    }
+    if (on_segment(world_, step)) damaged_.insert(damage_key(world_, step.target));
+    scheduled_[proposal.scheduled].acted = true;
 }
 
-// The least (or with `hottest`, the most) recently used segment of `form` the fault can still
-// act on, the first group's eviction list first; one already damaged is skipped.
-void FaultInjector::first_enabled(StepKind kind, Form form, model::FaultClass fault, FaultTarget target, const Inject& inject) const {
-    const bool hottest = target == FaultTarget::hottest;
-    for (std::size_t list = 0; list < world_.lru_head.size(); ++list)
-        for (std::uint32_t id = hottest ? world_.lru_tail[list] : world_.lru_head[list]; id != kNone;
-             id = hottest ? world_.segments[id].lru_prev : world_.segments[id].lru_next)
-            if (world_.segments[id].form == form && inject({kind, id, 0}, fault)) return;
+// The least (or with `hottest`, the most) recently used segments of `form`, the first group's
+// eviction list first.
+void FaultInjector::by_recency(StepKind kind, Form form, FaultTarget target, Proposal& out) {
+    model::segments_by_recency(world_, form, target == FaultTarget::hottest, ids_);
+    for (std::uint32_t id : ids_) out.steps.push_back({kind, id, 0});
 }
 
-void FaultInjector::global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, const Inject& inject) {
+void FaultInjector::global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, Proposal& out) {
     switch (fault) {
-        case model::FaultClass::F1: first_enabled(StepKind::interrupt_eviction, Form::compressed_kv, fault, target, inject); break;
-        case model::FaultClass::F3: first_enabled(StepKind::skew_index, Form::indexer_state, fault, target, inject); break;
+        case model::FaultClass::F1: by_recency(StepKind::interrupt_eviction, Form::compressed_kv, target, out); break;
+        case model::FaultClass::F3: by_recency(StepKind::skew_index, Form::indexer_state, target, out); break;
         case model::FaultClass::F5: {
             // Unless the entry names one: alternately a weights change and a layout change of the first group.
             const bool weights = action == FaultAction::weights || (action == FaultAction::usual && version_changes_++ % 2 == 0);
-            if (weights) inject({StepKind::bump_model_version, 0, 0}, fault);
-            else inject({StepKind::change_layout, model::primary_group(world_), 0}, fault);
+            if (weights) out.steps.push_back({StepKind::bump_model_version, 0, 0});
+            else out.steps.push_back({StepKind::change_layout, model::primary_group(world_), 0});
             break;
         }
-        case model::FaultClass::F10: under_graph(kNone, action, inject); break;
-        case model::FaultClass::F11: first_enabled(StepKind::lose_block, Form::compressed_kv, fault, target, inject); break;
+        case model::FaultClass::F10: under_graph(kNone, action, out); break;
+        case model::FaultClass::F11: by_recency(StepKind::lose_block, Form::compressed_kv, target, out); break;
         default: armed_[slot_of(fault, action)].emplace_back(action, timed); break;  // waits for its next opportunity
     }
 }
 
-void FaultInjector::fire_scheduled(std::uint32_t index, const Inject& inject) {
-    Timed& t = scheduled_[index];
-    if (t.left == 0) return;
-    --t.left;
-    // A segment an earlier scheduled firing damaged, unchanged since (a reused id never repeats
-    // an epoch), is no target: F3 and F10 steps stay enabled on what they already hit.
-    const auto key = [&](std::uint32_t id) { return (std::uint64_t{id} << 32) | world_.segments[id].epoch; };
-    const Inject fresh = [&](const Step& step, model::FaultClass fault) {
-        const bool on_segment = model::target_of(step.kind) == model::StepTarget::segment && step.target < world_.segments.size();
-        if (on_segment && damaged_.contains(key(step.target))) return false;
-        if (!inject(step, fault)) return false;
-        if (on_segment) damaged_.insert(key(step.target));
-        t.acted = true;
-        return true;
-    };
-    global(t.spec.fault, t.spec.action, t.spec.target, index, fresh);
-}
-
-void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject) {
-    // The first planned segment the fault can act on now (pinned ones are out of its reach).
+void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, Proposal& out) const {
+    // The planned segments the fault can act on now, in plan order (pinned ones are out of its
+    // reach: the model does not enable a step on them).
     for (std::size_t i = 0; i < plan.size(); ++i) {
         const model::PlanEntry& e = plan[i];
         if (e.segment == kNone || !world_.segments[e.segment].live) continue;
@@ -219,48 +213,70 @@ void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::
                 break;
             default: return;
         }
-        if (step && inject(*step, fault)) return;
+        if (step) out.steps.push_back(*step);
     }
 }
 
-void FaultInjector::before_lookup(std::uint32_t request, const Inject& inject) {
-    for (model::FaultClass f : {model::FaultClass::F1, model::FaultClass::F3, model::FaultClass::F8, model::FaultClass::F11}) {
-        const std::optional<FaultAction> action = roll(f, request);
-        if (!action) continue;
-        const model::LookupResult preview = model::lookup(world_, world_.requests[request], scratch_);
-        aim(f, *action, preview.plan, acting(inject));
+bool FaultInjector::propose(Opportunity& at, Proposal& out) {
+    using model::FaultClass;
+    static constexpr std::array<FaultClass, 5> kBeforeLookup{FaultClass::F1, FaultClass::F3, FaultClass::F8, FaultClass::F11, FaultClass::F5};
+    static constexpr std::array<FaultClass, 2> kAfterLookup{FaultClass::F6, FaultClass::F7};
+    for (;;) {
+        out.steps.clear();
+        out.scheduled = kNone;
+        const std::uint32_t k = at.next++;
+        const std::uint32_t r = at.subject;
+        switch (at.moment) {
+            case Moment::before_lookup: {
+                if (k >= kBeforeLookup.size()) return false;
+                out.fault = kBeforeLookup[k];
+                const std::optional<FaultAction> action = roll(out.fault, r);
+                if (!action) continue;
+                if (out.fault == FaultClass::F5) {
+                    global(out.fault, *action, FaultTarget::coldest, kNone, out);
+                } else {
+                    // Aimed at what the request is about to resume from, as a lookup now finds it.
+                    const model::LookupResult preview = model::lookup(world_, world_.requests[r], scratch_);
+                    aim(out.fault, *action, preview.plan, out);
+                }
+                break;
+            }
+            case Moment::after_lookup: {
+                if (k >= kAfterLookup.size()) return false;
+                out.fault = kAfterLookup[k];
+                if (const std::optional<FaultAction> action = roll(out.fault, r)) aim(out.fault, *action, world_.requests[r].plan, out);
+                break;
+            }
+            case Moment::after_decode:
+                if (k > 0) return false;
+                out.fault = FaultClass::F10;
+                if (const std::optional<FaultAction> action = roll(out.fault, r)) under_graph(r, *action, out);
+                break;
+            case Moment::scheduled: {
+                Timed& t = scheduled_[r];
+                if (k > 0 || t.left == 0) return false;
+                --t.left;
+                out.fault = t.spec.fault;
+                out.scheduled = r;
+                global(t.spec.fault, t.spec.action, t.spec.target, r, out);
+                std::erase_if(out.steps, [&](const Step& step) { return damaged(step); });
+                break;
+            }
+        }
+        if (!out.steps.empty()) return true;
     }
-    if (const std::optional<FaultAction> action = roll(model::FaultClass::F5, request))
-        global(model::FaultClass::F5, *action, FaultTarget::coldest, kNone, acting(inject));
 }
 
-void FaultInjector::after_lookup(std::uint32_t request, const Inject& inject) {
-    for (model::FaultClass f : {model::FaultClass::F6, model::FaultClass::F7})
-        if (const std::optional<FaultAction> action = roll(f, request)) aim(f, *action, world_.requests[request].plan, acting(inject));
-}
-
-void FaultInjector::after_decode(std::uint32_t request, const Inject& inject) {
-    if (const std::optional<FaultAction> action = roll(model::FaultClass::F10, request)) under_graph(request, *action, acting(inject));
-}
-
-// F10: the first segment a live captured graph references that the action can act on, `request`'s
-// graph first, then the others in request order; else the least recently used segment of the
-// first eviction list whose head it can act on. A pinned segment is out of reach (only a
-// decode's slide lets go of captured blocks while the graph lives), and so is every captured one
-// while the graph guard stands.
-void FaultInjector::under_graph(std::uint32_t request, FaultAction action, const Inject& inject) {
+// F10: the segments live captured graphs reference, `request`'s graph first, then the others in
+// request order; then the least recently used segment of each eviction list. A pinned segment
+// is out of reach (only a decode's slide lets go of captured blocks while the graph lives), and
+// so is every captured one while the graph guard stands: the model enables no step on them.
+void FaultInjector::under_graph(std::uint32_t request, FaultAction action, Proposal& out) {
     const StepKind kind = step_of(action, StepKind::migrate);
-    const auto hits_graph = [&](std::uint32_t r) {
-        if (r >= world_.graphs.size() || !world_.graphs[r].live) return false;
-        for (const model::GraphRef& ref : world_.graphs[r].refs)
-            if (inject({kind, ref.segment, 0}, model::FaultClass::F10)) return true;
-        return false;
-    };
-    if (hits_graph(request)) return;
-    for (std::uint32_t r = 0; r < world_.graphs.size(); ++r)
-        if (r != request && hits_graph(r)) return;
-    for (std::uint32_t head : world_.lru_head)
-        if (head != kNone && inject({kind, head, 0}, model::FaultClass::F10)) return;
+    model::captured_segments(world_, request, ids_);
+    for (std::uint32_t id : ids_) out.steps.push_back({kind, id, 0});
+    model::eviction_heads(world_, ids_);
+    for (std::uint32_t id : ids_) out.steps.push_back({kind, id, 0});
 }
 
 StepKind FaultInjector::io_outcome(const model::IoOp& op) {

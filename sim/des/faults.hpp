@@ -19,21 +19,44 @@
 
 namespace kvcheck::sim {
 
+// What one fault firing would do: the steps it may take, best first. The simulator applies the
+// first the model enables and reports it with FaultInjector::acted; when none is enabled the
+// firing finds nothing to act on (and is listed by unfired() if it was scheduled or aimed).
+struct Proposal {
+    model::FaultClass fault = model::FaultClass::F1;
+    std::vector<model::Step> steps;
+    std::uint32_t scheduled = model::kNone;  // the scheduled entry firing (index), kNone for a roll
+};
+
 class FaultInjector {
 public:
-    // Applies a fault step if it is enabled now; returns whether it did.
-    using Inject = std::function<bool(const model::Step&, model::FaultClass)>;
+    // Where faults get their chance: the classes that draw there, in a fixed order (so that the
+    // random stream is the same whatever the world does), each proposing against the world as
+    // the previous one left it.
+    enum class Moment : std::uint8_t { before_lookup, after_lookup, after_decode, scheduled };
+    struct Opportunity {
+        Moment moment;
+        std::uint32_t subject;  // the request slot (kNone: none), or the scheduled entry's index
+        std::uint32_t next = 0;  // the next class of the moment to roll
+    };
+    static Opportunity before_lookup(std::uint32_t request) { return {Moment::before_lookup, request}; }  // F1, F3, F8, F11, F5
+    static Opportunity after_lookup(std::uint32_t request) { return {Moment::after_lookup, request}; }    // F6, F7
+    static Opportunity after_decode(std::uint32_t request) { return {Moment::after_decode, request}; }    // F10
+    static Opportunity scheduled(std::uint32_t index) { return {Moment::scheduled, index}; }
 
     FaultInjector(const Scenario& scenario, Rng rng, const model::World& world);
 
     // Hands every time-scheduled fault to `at(time, index)`; event-scheduled ones come from due_by_event.
     void schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at);
     std::vector<std::uint32_t> due_by_event(std::uint64_t events) const;
-    void fire_scheduled(std::uint32_t index, const Inject& inject);
 
-    void before_lookup(std::uint32_t request, const Inject& inject);  // F1, F3, F8, F11
-    void after_lookup(std::uint32_t request, const Inject& inject);   // F6, F7
-    void after_decode(std::uint32_t request, const Inject& inject);   // F10
+    // The next firing at `at` with something to propose, into `out`; false once the opportunity
+    // is spent. Call acted() for the step applied before asking again.
+    bool propose(Opportunity& at, Proposal& out);
+    // The simulator applied `step`, one of `proposal`'s: its entry has acted, and a scheduled
+    // firing's target is damaged (no later scheduled firing picks it while it is unchanged).
+    void acted(const Proposal& proposal, const model::Step& step);
+
     model::StepKind io_outcome(const model::IoOp& op);                // F2 (error or partial), F9
     std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
     // F2 timeout, at a transfer's start: how long until the hung transfer fails (0: it does not hang).
@@ -44,6 +67,7 @@ public:
 
 private:
     model::Scratch scratch_;  // the previews' lookups
+    std::vector<std::uint32_t> ids_;  // the model's candidate answers
     // Each fault class draws at its own opportunities, and F2's timeouts at transfer starts, not
     // completions: they count apart, in a slot after the classes'.
     static constexpr std::size_t kTimeoutSlot = model::kFaultClassCount;
@@ -65,18 +89,19 @@ private:
         return rate_mixed_[slot] ? rate_action(slot) : rate_entries_[slot].front().second;
     }
     std::optional<FaultAction> roll_held(std::size_t slot, std::uint32_t request);
-    // `inject`, and when it applies a step, the entry whose aimed or armed firing the last roll
-    // returned has acted (a firing that finds nothing to act on leaves its entry unfired).
-    Inject acting(const Inject& inject);
+    // The entry whose aimed or armed firing the last roll returned has acted.
     void mark_held();
     std::uint64_t roll_timeout(const model::IoOp& op);
     std::optional<FaultAction> aimed_at(std::size_t slot, std::uint32_t request);
     FaultAction rate_action(std::size_t slot);
-    void aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, const Inject& inject);
-    // `timed`: the scheduled entry firing (kNone for a rate firing), which an armed firing keeps.
-    void global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, const Inject& inject);
-    void under_graph(std::uint32_t request, FaultAction action, const Inject& inject);
-    void first_enabled(model::StepKind kind, model::Form form, model::FaultClass fault, FaultTarget target, const Inject& inject) const;
+    // Each of these appends the firing's candidate steps to out.steps.
+    void aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, Proposal& out) const;
+    // A firing of no request (a scheduled one, or F5's rate): `timed` is the scheduled entry
+    // (kNone for a rate firing), which a firing that waits for its next opportunity arms.
+    void global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, Proposal& out);
+    void under_graph(std::uint32_t request, FaultAction action, Proposal& out);
+    void by_recency(model::StepKind kind, model::Form form, FaultTarget target, Proposal& out);
+    bool damaged(const model::Step& step) const;
 
     const model::World& world_;
     Rng rng_;
