@@ -14,6 +14,7 @@
 
 #include "model/core.hpp"
 #include "model/snapshot.hpp"
+#include "sim/check/exploration.hpp"
 #include "sim/check/explorer.hpp"
 #include "sim/io/input_error.hpp"
 
@@ -151,16 +152,14 @@ struct Child {
     model::World world;
     model::StepOutcome outcome;
     std::uint64_t key = 0;
-    std::uint8_t faults = 0;
-    std::uint8_t background = 0;
+    Spent spent;
 };
 
 // A state rebuilt from a checkpoint's path, with its node and the budgets its path has used.
 struct Frontier {
     model::World world;
     std::uint32_t node;
-    std::uint8_t faults;
-    std::uint8_t background;
+    Spent spent;
     std::uint32_t depth;  // steps on its path
 };
 
@@ -178,8 +177,9 @@ inline std::vector<model::Step> path_to(const Nodes& nodes, std::uint32_t node) 
 // path stay on a stack and only the differing suffix is replayed.
 class PathReplayer {
 public:
-    PathReplayer(const model::World& initial, const Nodes& nodes) : nodes_(nodes) {
-        stack_.push_back({initial, 0, 0, 0, 0});
+    PathReplayer(const Exploration& exploration, const model::World& initial, const Nodes& nodes)
+        : exploration_(exploration), nodes_(nodes) {
+        stack_.push_back({initial, 0, {}, 0});
     }
 
     const Frontier& rebuild(std::uint32_t node) {
@@ -197,8 +197,7 @@ public:
                 throw InputError("", "--resume", "the checkpoint's node " + std::to_string(path_[k]) + " takes a step that is not enabled there");
             model::apply(f.world, step);
             f.node = path_[k];
-            f.faults = static_cast<std::uint8_t>(f.faults + (model::is_fault(step.kind) ? 1 : 0));
-            f.background = static_cast<std::uint8_t>(f.background + (is_background(step.kind) ? 1 : 0));
+            f.spent = exploration_.after(f.spent, step);
             ++f.depth;
             stack_.push_back(std::move(f));
         }
@@ -207,6 +206,7 @@ public:
     }
 
 private:
+    const Exploration& exploration_;
     const Nodes& nodes_;
     std::vector<std::uint32_t> path_;
     std::vector<Frontier> stack_;  // stack_[k]: the world after the first k steps of the last path
@@ -214,8 +214,8 @@ private:
 
 // A state's visited-set key: its (already finalised) hash with the budgets its path has used
 // folded in, so the same world reached with budgets left differently is another state.
-inline std::uint64_t visited_key(std::uint64_t state_hash, std::uint8_t faults, std::uint8_t background) {
-    return state_hash ^ (((std::uint64_t{faults} << 8) | background) * 0x9e3779b97f4a7c15ULL);
+inline std::uint64_t visited_key(std::uint64_t state_hash, Spent spent) {
+    return state_hash ^ (((std::uint64_t{spent.faults} << 8) | spent.background) * 0x9e3779b97f4a7c15ULL);
 }
 
 inline bool all_done(const model::World& w) {

@@ -55,12 +55,10 @@ public:
         const std::byte* state;
         std::uint32_t chunk;  // index into chunks_
         std::uint32_t node;
-        std::uint8_t faults;
-        std::uint8_t background;
+        Spent spent;
     };
 
-    void add(ChunkPool& pool, const model::StateCodec& codec, const model::World& w, std::uint32_t node, std::uint8_t faults,
-             std::uint8_t background) {
+    void add(ChunkPool& pool, const model::StateCodec& codec, const model::World& w, std::uint32_t node, Spent spent) {
         const std::size_t length = codec.encoded_size(w);
         if (chunks_.empty() || chunks_.back().size - used_ < length) {
             chunks_.push_back(pool.take(length));
@@ -69,7 +67,7 @@ public:
         std::byte* at = chunks_.back().bytes.get() + used_;
         codec.encode(w, at);
         used_ += length;
-        entries_.push_back({at, static_cast<std::uint32_t>(chunks_.size() - 1), node, faults, background});
+        entries_.push_back({at, static_cast<std::uint32_t>(chunks_.size() - 1), node, spent});
     }
     // Gives the pool every chunk that holds only states before state i: the expander has read them.
     void release_before(ChunkPool& pool, std::size_t i) {
@@ -138,7 +136,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     double seconds_before = 0;  // spent by the runs a checkpoint continues
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
     ExploreReport report;
-    const model::World initial = initial_world(scope, defenses);
+    Exploration exploration(scope, defenses);
+    const model::World initial = exploration.initial();
     const std::uint64_t initial_hash = model::state_hash(initial);
     std::vector<std::uint32_t> labels;  // scratch for canonical_state_hash
     auto state_key = [&](const model::World& w) { return explored_key(w, options.reduction, labels); };
@@ -153,7 +152,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     std::uint32_t counterexample_node = 0;
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
-        PathReplayer replayer(initial, nodes);
+        PathReplayer replayer(exploration, initial, nodes);
         counterexample_node = resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
         edges = c.edges;
         depth = c.depth;
@@ -167,12 +166,12 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                     return stopped;
                 }
                 const Frontier& f = replayer.rebuild(id);
-                to->add(pool, codec, f.world, f.node, f.faults, f.background);
+                to->add(pool, codec, f.world, f.node, f.spent);
             }
     } else {
         nodes.push_back({0, {}});
-        visited.insert(visited_key(state_key(initial), 0, 0), 0);
-        level.add(pool, codec, initial, 0, 0, 0);
+        visited.insert(visited_key(state_key(initial), {}), 0);
+        level.add(pool, codec, initial, 0, {});
     }
     auto finish_timing = [&] {
         report.states = nodes.size();
@@ -215,24 +214,19 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
         bool stuck = false;
     };
     std::array<Batch, 2> batches;
-    model::Driver driver;
-    const std::uint32_t fault_kinds = all_fault_kinds();  // the budgets' kinds, as bits
-    const std::uint32_t background = background_kinds();
     auto build = [&](const Level::Entry& f, Batch& b) {
         b.node = f.node;
-        if (b.children.empty()) b.children.push_back({initial, {}, 0, 0, 0});
+        if (b.children.empty()) b.children.push_back({initial, {}, 0, {}});
         codec.decode(f.state, b.children[0].world);  // the state itself until its first step is applied
-        model::enabled_steps(b.children[0].world, allowed_kinds(scope, f.faults, f.background), b.steps);
+        exploration.successors(b.children[0].world, f.spent, b.steps);
         b.stuck = b.steps.empty() && !all_done(b.children[0].world);
-        while (b.children.size() < b.steps.size()) b.children.push_back({initial, {}, 0, 0, 0});
+        while (b.children.size() < b.steps.size()) b.children.push_back({initial, {}, 0, {}});
         for (std::size_t k = 0; k < b.steps.size(); ++k) {
             Child& c = b.children[k];
             if (k > 0) codec.decode(f.state, c.world);
-            driver.apply(c.world, b.steps[k], c.outcome);
-            const std::uint32_t kind = model::kind_bit(b.steps[k].kind);
-            c.faults = static_cast<std::uint8_t>(f.faults + ((kind & fault_kinds) != 0 ? 1 : 0));
-            c.background = static_cast<std::uint8_t>(f.background + ((kind & background) != 0 ? 1 : 0));
-            c.key = visited_key(state_key(c.world), c.faults, c.background);
+            exploration.take(c.world, b.steps[k], c.outcome);
+            c.spent = exploration.after(f.spent, b.steps[k]);
+            c.key = visited_key(state_key(c.world), c.spent);
             visited.prefetch(c.key);
         }
     };
@@ -247,7 +241,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             if (options.keep_graph) edges.emplace_back(b.node, node);
             if (!inserted) continue;
             nodes.push_back({b.node, b.steps[k]});
-            violations = driver.check(c.world, c.outcome);
+            violations = exploration.check(c.world, c.outcome);
             if (!violations.empty() && !violates(violations, options.target)) {
                 ++report.other_violations;
                 continue;
@@ -258,7 +252,7 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
                 if (options.stop_at_first) return true;
                 continue;  // do not expand past a violation
             }
-            next.add(pool, codec, c.world, node, c.faults, c.background);
+            next.add(pool, codec, c.world, node, c.spent);
         }
         return false;
     };

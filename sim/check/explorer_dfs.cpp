@@ -21,8 +21,7 @@ public:
         std::size_t offset;
         std::uint32_t node;
         std::uint32_t depth;
-        std::uint8_t faults;
-        std::uint8_t background;
+        Spent spent;
         bool again;  // a state expanded before, reached again by a shorter path
     };
 
@@ -54,7 +53,8 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
     double seconds_before = 0;  // spent by the runs a checkpoint continues
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
     ExploreReport report;
-    const model::World initial = initial_world(scope, defenses);
+    Exploration exploration(scope, defenses);
+    const model::World initial = exploration.initial();
     const std::uint64_t initial_hash = model::state_hash(initial);
     std::vector<std::uint32_t> labels;  // scratch for the symmetry reduction
     Nodes nodes;
@@ -64,7 +64,7 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
     std::uint32_t counterexample_node = 0;
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
-        PathReplayer replayer(initial, nodes);
+        PathReplayer replayer(exploration, initial, nodes);
         counterexample_node = resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
         seconds_before = c.seconds;
         for (std::size_t i = 0; i < c.level.size(); ++i) {
@@ -74,12 +74,12 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
                 return stopped;
             }
             const Frontier& f = replayer.rebuild(c.level[i]);
-            stack.push(codec, f.world, {0, f.node, f.depth, f.faults, f.background, c.level_again[i] != 0});
+            stack.push(codec, f.world, {0, f.node, f.depth, f.spent, c.level_again[i] != 0});
         }
     } else {
         nodes.push_back({0, {}});
-        visited.insert_at_depth(visited_key(explored_key(initial, options.reduction, labels), 0, 0), 0);
-        stack.push(codec, initial, {0, 0, 0, 0, 0, false});
+        visited.insert_at_depth(visited_key(explored_key(initial, options.reduction, labels), {}), 0);
+        stack.push(codec, initial, {0, 0, 0, {}, false});
     }
     auto finish_timing = [&] {
         report.states = visited.size();
@@ -109,12 +109,9 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
         c.seconds = seconds_before + elapsed();
         report.checkpoint = std::move(c);
     };
-    const std::uint32_t fault_kinds = all_fault_kinds();  // the budgets' kinds, as bits
-    const std::uint32_t background = background_kinds();
     std::vector<Child> children;  // scratch worlds, reused state after state
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;
-    model::Driver driver;
     struct Accepted {
         std::size_t child;
         std::uint32_t node;
@@ -139,19 +136,17 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
         if (options.progress && (expansions & 4095) == 0) options.progress(visited.size(), e.depth, seconds_before + elapsed());
         ++expansions;
         report.depth = std::max(report.depth, e.depth);
-        if (children.empty()) children.push_back({initial, {}, 0, 0, 0});
+        if (children.empty()) children.push_back({initial, {}, 0, {}});
         codec.decode(stack.state(e), children[0].world);  // the state itself until its first step is applied
-        model::enabled_steps(children[0].world, allowed_kinds(scope, e.faults, e.background), steps);
+        exploration.successors(children[0].world, e.spent, steps);
         if (steps.empty() && !e.again && !all_done(children[0].world)) ++report.stuck_states;
-        while (children.size() < steps.size()) children.push_back({initial, {}, 0, 0, 0});
+        while (children.size() < steps.size()) children.push_back({initial, {}, 0, {}});
         for (std::size_t k = 0; k < steps.size(); ++k) {
             Child& c = children[k];
             if (k > 0) codec.decode(stack.state(e), c.world);
-            driver.apply(c.world, steps[k], c.outcome);
-            const std::uint32_t kind = model::kind_bit(steps[k].kind);
-            c.faults = static_cast<std::uint8_t>(e.faults + ((kind & fault_kinds) != 0 ? 1 : 0));
-            c.background = static_cast<std::uint8_t>(e.background + ((kind & background) != 0 ? 1 : 0));
-            c.key = visited_key(explored_key(c.world, options.reduction, labels), c.faults, c.background);
+            exploration.take(c.world, steps[k], c.outcome);
+            c.spent = exploration.after(e.spent, steps[k]);
+            c.key = visited_key(explored_key(c.world, options.reduction, labels), c.spent);
         }
         stack.pop();  // every successor is decoded: its bytes may be reused
         accepted.clear();
@@ -166,7 +161,7 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
                 accepted.push_back({k, node, true});
                 continue;
             }
-            violations = driver.check(c.world, c.outcome);
+            violations = exploration.check(c.world, c.outcome);
             if (violations.empty()) {
                 accepted.push_back({k, node, false});
                 continue;
@@ -185,7 +180,7 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
         }
         for (auto a = accepted.rbegin(); a != accepted.rend(); ++a) {
             const Child& c = children[a->child];
-            stack.push(codec, c.world, {0, a->node, e.depth + 1, c.faults, c.background, a->again});
+            stack.push(codec, c.world, {0, a->node, e.depth + 1, c.spent, a->again});
         }
     }
     if (report.bound_hit.empty() && report.depth_cut_states > 0) report.bound_hit = "max_depth";

@@ -1,5 +1,4 @@
 // Random walks with per-walk seeds, swarm scopes, worker threads and shrinking.
-#include "model/driver.hpp"
 #include "sim/check/walker.hpp"
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include "model/policy.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_fields.hpp"
+#include "sim/check/exploration.hpp"
 #include "sim/check/steps_json.hpp"
 
 namespace kvcheck::sim {
@@ -38,19 +38,17 @@ struct Walk {
 Walk walk_once(const Scope& scope, const model::Defenses& defenses, std::uint64_t seed, std::uint32_t depth) {
     Walk walk;
     Rng rng(seed);
-    model::World world = initial_world(scope, defenses);
+    Exploration exploration(scope, defenses);
+    model::World world = exploration.initial();
     std::vector<model::Step> enabled;
-    model::Driver driver;
-    std::uint8_t faults = 0;
-    std::uint8_t background = 0;
+    Spent spent;
     for (std::uint32_t i = 0; i < depth; ++i) {
-        model::enabled_steps(world, allowed_kinds(scope, faults, background), enabled);
+        exploration.successors(world, spent, enabled);
         if (enabled.empty()) break;
         const model::Step step = enabled[rng.below(enabled.size())];
-        faults = static_cast<std::uint8_t>(faults + (model::is_fault(step.kind) ? 1 : 0));
-        background = static_cast<std::uint8_t>(background + (is_background(step.kind) ? 1 : 0));
+        spent = exploration.after(spent, step);
         walk.found.steps.push_back(step);
-        const std::vector<model::Violation>& violations = driver.step(world, step);
+        const std::vector<model::Violation>& violations = exploration.step(world, step);
         ++walk.steps;
         if (!violations.empty()) {
             walk.violated = true;
