@@ -118,6 +118,15 @@ inline fs::path relocated_copy(const fs::path& file, nlohmann::json doc, const s
     return copy;
 }
 
+// scenarios/FILE with these faults and no expectations, written apart as `tag`.
+inline fs::path fault_variant(const std::string& file, const nlohmann::json& faults, const std::string& tag) {
+    const fs::path source = kSourceDir / "scenarios" / file;
+    nlohmann::json doc = read_json(source);
+    doc.erase("expect");
+    doc["faults"] = faults;
+    return relocated_copy(source, doc, tag);
+}
+
 // The report.json of a run of `file` under `policy`, which exits 0 or 1 (expectations aside).
 inline nlohmann::json policy_report(const fs::path& file, const std::string& policy) {
     const Outcome o = kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});

@@ -221,7 +221,7 @@ private:
         switch (kind) {
             case StepKind::lookup:
                 if (out.lookup && !t.looked_up) first_lookup(r, *out.lookup);
-                else if (out.lookup) count_misses(*out.lookup);  // after loads or a stale revalidation
+                else if (out.lookup) metrics_.count_misses(*out.lookup);  // after loads or a stale revalidation
                 if (q.phase == Phase::waiting_io) {
                     t.io_wait_start_ns = now_;
                     if (s_.max_load_wait_us) schedule(now_ + *s_.max_load_wait_us * 1000, EventKind::load_wait_over, r, 0);
@@ -306,17 +306,7 @@ private:
         Tracking& t = tracking_[r];
         t.looked_up = true;
         t.hash_hit_len = res.hash_hit_len;
-        ++metrics_.lookups;
-        if (res.hash_hit_len > 0) ++metrics_.hits;
-        metrics_.hit_tokens += res.hash_hit_len;
-        metrics_.prompt_tokens += world_.requests[r].spec->input_tokens;
-        ++metrics_.verdicts[static_cast<int>(res.verdict)];
-        count_misses(res);
-        for (const model::Miss& m : res.misses) metrics_.miss_tokens[static_cast<std::size_t>(m.form)][static_cast<std::size_t>(m.reason)] += m.tokens;
-    }
-
-    void count_misses(const model::LookupResult& res) {
-        for (const model::Miss& m : res.misses) ++metrics_.miss_reasons[std::string(model::form_name(m.form))][std::string(model::miss_reason_name(m.reason))];
+        metrics_.count_lookup(res, world_.requests[r].spec->input_tokens);
     }
 
     void account_read(std::uint32_t r) {
@@ -459,14 +449,7 @@ private:
             }
             schedule(now_ + io_delay_ns(op, tier), EventKind::io_done, op, 0);
         }
-        metrics_.demotions += out.demotions;
-        for (const model::Eviction& e : out.evicted) {
-            ++metrics_.evictions[static_cast<std::size_t>(e.form)];
-            ++metrics_.evictions_by_cause[static_cast<std::size_t>(e.cause)][static_cast<std::size_t>(e.form)];
-            if (!e.copy_kept) ++metrics_.evictions_last_copy[static_cast<std::size_t>(e.form)];
-        }
-        metrics_.recaptures += out.recaptures;
-        if (out.admission_refused) ++metrics_.admission_refusals;
+        metrics_.count_outcome(out);
         metrics_.sample_memory(world_);
         timeline_.memory(now_, world_);
         sample_series();

@@ -176,6 +176,31 @@ nlohmann::json warnings_json(const Metrics& m) {
 
 }  // namespace
 
+void Metrics::count_lookup(const model::LookupResult& lookup, std::uint32_t prompt_length) {
+    ++lookups;
+    if (lookup.hash_hit_len > 0) ++hits;
+    hit_tokens += lookup.hash_hit_len;
+    prompt_tokens += prompt_length;
+    ++verdicts[static_cast<int>(lookup.verdict)];
+    count_misses(lookup);
+    for (const model::Miss& m : lookup.misses) miss_tokens[static_cast<std::size_t>(m.form)][static_cast<std::size_t>(m.reason)] += m.tokens;
+}
+
+void Metrics::count_misses(const model::LookupResult& lookup) {
+    for (const model::Miss& m : lookup.misses) ++miss_reasons[std::string(model::form_name(m.form))][std::string(model::miss_reason_name(m.reason))];
+}
+
+void Metrics::count_outcome(const model::StepOutcome& out) {
+    demotions += out.demotions;
+    for (const model::Eviction& e : out.evicted) {
+        ++evictions[static_cast<std::size_t>(e.form)];
+        ++evictions_by_cause[static_cast<std::size_t>(e.cause)][static_cast<std::size_t>(e.form)];
+        if (!e.copy_kept) ++evictions_last_copy[static_cast<std::size_t>(e.form)];
+    }
+    recaptures += out.recaptures;
+    if (out.admission_refused) ++admission_refusals;
+}
+
 void Metrics::count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_length) {
     const std::uint64_t resumed = std::min(resumed_tokens, prompt_length);
     std::size_t b = 0;

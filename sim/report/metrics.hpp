@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/alloc.hpp"
+#include "model/match.hpp"
+#include "model/steps.hpp"
 #include "model/world.hpp"
 #include "sim/report/entry_ages.hpp"
 #include "model/fault_class.hpp"
@@ -145,6 +147,12 @@ struct Metrics {
 
     void sample_memory(const model::World& world);
     void count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_length);
+    // A request's first lookup: the hit, the verdict and the tokens it fell short by, by form and reason.
+    void count_lookup(const model::LookupResult& lookup, std::uint32_t prompt_length);
+    // The reasons a lookup fell short (a later lookup, after loads or a stale revalidation, too).
+    void count_misses(const model::LookupResult& lookup);
+    // What any step did to the cache: evictions by form and cause, demotions, recaptures, refusals.
+    void count_outcome(const model::StepOutcome& out);
     double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }
     double fallback_rate() const { return hits == 0 ? 0.0 : static_cast<double>(post_hit_fallbacks) / static_cast<double>(hits); }
     std::uint64_t total_violations() const;
