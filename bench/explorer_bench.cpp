@@ -1,8 +1,8 @@
 // The explorer's hot paths on the reference scope: state hashing, one expansion of a frontier state
 // (copy, apply, hash and the structural invariants for every enabled step) and a bounded BFS.
-#include <benchmark/benchmark.h>
-
 #include <vector>
+
+#include <benchmark/benchmark.h>
 
 #include "model/driver.hpp"
 #include "model/invariants.hpp"

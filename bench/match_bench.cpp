@@ -1,13 +1,13 @@
 // Match and validate per request: model::lookup on a warm DeepSeek-V4 world, under the validated
 // policy and under the naive rule on the very same state, so the two rates compare validation cost.
-#include <benchmark/benchmark.h>
-
 #include <cstdlib>
 #include <map>
 #include <string>
 
-#include "sim/run/warm_world.hpp"
+#include <benchmark/benchmark.h>
+
 #include "model/match.hpp"
+#include "sim/run/warm_world.hpp"
 
 namespace {
 
@@ -25,9 +25,9 @@ std::string trace_path() {
 
 // Warmed once under the validated policy; each benchmark copies it and swaps in its own defenses.
 const WarmWorld& warm() {
-    static const WarmWorld world = kvcheck::bench::warm_world(trace_path(), "deepseek-v4",
-                                                              kvcheck::model::find_policy("validated")->defenses,
-                                                              kGpuBudgetBytes, kWarmRequests, kProbeRequests);
+    static const WarmWorld world =
+        kvcheck::bench::warm_world(trace_path(), "deepseek-v4", kvcheck::model::find_policy("validated")->defenses,
+                                   kGpuBudgetBytes, kWarmRequests, kProbeRequests);
     return world;
 }
 
@@ -49,7 +49,8 @@ void BM_lookup(benchmark::State& state, const char* policy) {
         next = next + 1 == probes.size() ? 0 : next + 1;
     }
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
-    state.counters["prompt_tokens_per_s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+    state.counters["prompt_tokens_per_s"] =
+        benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
     state.counters["live_segments"] = world.live_segments;
 }
 

@@ -3,14 +3,14 @@
 // request. Its use is profiling one replay without the explorers `kvcheck bench` also runs:
 //   valgrind --tool=callgrind ./build/bench/replay_bench --benchmark_filter=validated --benchmark_min_time=0
 // KVCHECK_BENCH_TRACE replaces the trace; it is read as Mooncake.
-#include <benchmark/benchmark.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
-#include "sim/run/bench_scenario.hpp"
+#include <benchmark/benchmark.h>
+
 #include "sim/des/engine.hpp"
+#include "sim/run/bench_scenario.hpp"
 
 namespace {
 

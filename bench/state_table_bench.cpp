@@ -1,10 +1,10 @@
 // State-table operations: a segment's create/publish/unpublish/free churn at a steady table size,
 // an LRU touch, and the prefix index (FlatIndex) put, find and erase at several sizes.
-#include <benchmark/benchmark.h>
-
 #include <deque>
 #include <memory>
 #include <vector>
+
+#include <benchmark/benchmark.h>
 
 #include "model/alloc.hpp"
 #include "model/core.hpp"
@@ -73,8 +73,11 @@ void index_find(benchmark::State& state, bool hit) {
     const std::vector<std::uint64_t> absent = random_keys(present.size(), 4);
     model::FlatIndex index;
     // A value names its key, as a segment id does in the model.
-    const auto is_key = [&](std::uint64_t key) { return [&present, key](std::uint32_t v) { return present[v] == key; }; };
-    for (std::size_t i = 0; i < present.size(); ++i) index.put(present[i], static_cast<std::uint32_t>(i), is_key(present[i]));
+    const auto is_key = [&](std::uint64_t key) {
+        return [&present, key](std::uint32_t v) { return present[v] == key; };
+    };
+    for (std::size_t i = 0; i < present.size(); ++i)
+        index.put(present[i], static_cast<std::uint32_t>(i), is_key(present[i]));
     const std::vector<std::uint64_t>& probes = hit ? present : absent;
     std::size_t next = 0;
     for (auto _ : state) {

@@ -1,11 +1,11 @@
 // Reading a trace: TraceReader over the Mooncake conversation trace, records only (no statistics,
 // no model), so the figure is the reader's own cost per line. KVCHECK_BENCH_TRACE replaces the
 // trace; it is read as Mooncake.
-#include <benchmark/benchmark.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+
+#include <benchmark/benchmark.h>
 
 #include "sim/workload/trace.hpp"
 

@@ -18,7 +18,9 @@ std::vector<Read> clean_reads(const Schedule& s) {
         r.form = form;
         r.start = start;
         r.end = end;
-        r.source = Source{s.tokens, true, start, end, s.weights_version, s.layouts[static_cast<std::size_t>(group)], s.weights_version};
+        r.source =
+            Source{s.tokens,         true, start, end, s.weights_version, s.layouts[static_cast<std::size_t>(group)],
+                   s.weights_version};
         out.push_back(std::move(r));
     };
     for (std::size_t i = 0; i < s.groups.size(); ++i) {

@@ -17,11 +17,10 @@
 //   functions (cpu_lanes.cpp) are compiled for AVX-512, AVX2 and baseline x86-64 and picked at
 //   run time; vector width never changes an IEEE result, and -ffp-contract=off holds in every
 //   clone.
-#include "cuda_replay/backend.hpp"
-
 #include <algorithm>
 #include <string_view>
 
+#include "cuda_replay/backend.hpp"
 #include "cuda_replay/cpu_lanes.hpp"
 #include "model/core.hpp"
 
@@ -49,15 +48,18 @@ bool same_shape(const CacheState& a, const CacheState& b) {
     for (std::size_t i = 0; i < a.groups.size(); ++i) {
         const GroupCache& x = a.groups[i];
         const GroupCache& y = b.groups[i];
-        if (x.raw_k.size() != y.raw_k.size() || x.raw_v.size() != y.raw_v.size() || x.comp_k.size() != y.comp_k.size() ||
-            x.comp_v.size() != y.comp_v.size() || x.summary.size() != y.summary.size() || x.state.size() != y.state.size())
+        if (x.raw_k.size() != y.raw_k.size() || x.raw_v.size() != y.raw_v.size() ||
+            x.comp_k.size() != y.comp_k.size() || x.comp_v.size() != y.comp_v.size() ||
+            x.summary.size() != y.summary.size() || x.state.size() != y.state.size())
             return false;
     }
     return true;
 }
 
 float* row(std::vector<float>& v, int index) { return v.data() + static_cast<std::ptrdiff_t>(index) * kModel; }
-const float* row(const std::vector<float>& v, int index) { return v.data() + static_cast<std::ptrdiff_t>(index) * kModel; }
+const float* row(const std::vector<float>& v, int index) {
+    return v.data() + static_cast<std::ptrdiff_t>(index) * kModel;
+}
 
 // ---- the session ----
 
@@ -170,7 +172,8 @@ std::vector<float> CpuSession::prefill(std::span<const int> tokens, std::vector<
     if (fast_) {
         logits_of(unembedding_t_.data(), xn, logits.data());
     } else {
-        for (int v = 0; v < kVocab; ++v) logits[static_cast<std::size_t>(v)] = dot(row(model_.unembedding(), v), xn, kModel);
+        for (int v = 0; v < kVocab; ++v)
+            logits[static_cast<std::size_t>(v)] = dot(row(model_.unembedding(), v), xn, kModel);
     }
     return logits;
 }
@@ -240,12 +243,15 @@ void CpuSession::run_layer(int layer, int first, int count, std::vector<float>& 
                 if (end % s.block_tokens != 0) continue;
                 const int block = end / s.block_tokens - 1;
                 float mean[kModel];
-                for (int f = 0; f < kModel; ++f) mean[f] = mean_rows(row(indexed.raw_k, block * s.block_tokens), s.block_tokens, f);
+                for (int f = 0; f < kModel; ++f)
+                    mean[f] = mean_rows(row(indexed.raw_k, block * s.block_tokens), s.block_tokens, f);
                 for (int j = 0; j < kModel; ++j) row(g.summary, block)[j] = dot(row(w.ws, j), mean, kModel);
             }
             for (int t = 0; t < count; ++t) {
-                if (fast_) attend_indexer_fast(layer, first + t, row(q, t), row(qi, t), row(a, t));
-                else attend_indexer_scalar(layer, first + t, row(q, t), row(qi, t), row(a, t));
+                if (fast_)
+                    attend_indexer_fast(layer, first + t, row(q, t), row(qi, t), row(a, t));
+                else
+                    attend_indexer_scalar(layer, first + t, row(q, t), row(qi, t), row(a, t));
             }
             break;
         }
@@ -270,7 +276,8 @@ void CpuSession::attend_scalar(const float* q_head, const EntryList& list, int h
     const int splits = split_count(entry_count(list));
     KV_ASSERT(splits > 0, "a query always attends at least one entry");
     partials_.resize(static_cast<std::size_t>(splits));
-    for (int split = 0; split < splits; ++split) attend_split(q_head, list, head, split, partials_[static_cast<std::size_t>(split)]);
+    for (int split = 0; split < splits; ++split)
+        attend_split(q_head, list, head, split, partials_[static_cast<std::size_t>(split)]);
     merge_splits(partials_.data(), splits, out);
 }
 
@@ -307,7 +314,8 @@ void CpuSession::merge_range(int from, int to, float* out) {
     merge_scratch_.resize(static_cast<std::size_t>(count));
     for (int head = 0; head < kHeads; ++head) {
         for (int s = 0; s < count; ++s)
-            merge_scratch_[static_cast<std::size_t>(s)] = partials_[static_cast<std::size_t>((from + s) * kHeads + head)];
+            merge_scratch_[static_cast<std::size_t>(s)] =
+                partials_[static_cast<std::size_t>((from + s) * kHeads + head)];
         merge_splits(merge_scratch_.data(), count, out + head * kHeadDim);
     }
 }
@@ -349,8 +357,9 @@ void CpuSession::attend_indexer_fast(int layer, int position, const float* q, co
     const int candidates = position / block_tokens;
     const int per_block = indexed_shape.block_tokens / indexed_shape.ratio;
     splits_.clear();
-    split_runs(Run{&keys_raw_[kv], indexed.raw_v.data(), candidates * block_tokens, position + 1 - candidates * block_tokens}, Run{},
-               splits_);
+    split_runs(
+        Run{&keys_raw_[kv], indexed.raw_v.data(), candidates * block_tokens, position + 1 - candidates * block_tokens},
+        Run{}, splits_);
     const int local_splits = static_cast<int>(splits_.size());
     std::vector<int> selected;
     std::vector<int> ends;

@@ -158,7 +158,9 @@ KV_CPU_INLINE void partials_with(const float* q, const Split* splits, int count,
 
 using PartialsFn = void (*)(const float*, const Split*, int, Partial*);
 
-void partials_baseline(const float* q, const Split* splits, int count, Partial* out) { partials_with<4>(q, splits, count, out); }
+void partials_baseline(const float* q, const Split* splits, int count, Partial* out) {
+    partials_with<4>(q, splits, count, out);
+}
 
 #if defined(KV_CPU_DISPATCH)
 __attribute__((target("avx2"))) void partials_avx2(const float* q, const Split* splits, int count, Partial* out) {

@@ -22,7 +22,8 @@ struct KeysT {
         data.assign(stride * kModel, 0.0f);
     }
     void put(int r, const float* k) {
-        for (int f = 0; f < kModel; ++f) data[static_cast<std::size_t>(f) * stride + static_cast<std::size_t>(r)] = k[f];
+        for (int f = 0; f < kModel; ++f)
+            data[static_cast<std::size_t>(f) * stride + static_cast<std::size_t>(r)] = k[f];
     }
     void rebuild(const std::vector<float>& rows) {
         reset(rows.size() / kModel);

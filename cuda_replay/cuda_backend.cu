@@ -1,14 +1,13 @@
 // CUDA backend: one kernel per step of a layer, each thread running the shared arithmetic of
 // kernel_math.hpp in the CPU reference's order. Reductions use a fixed split size and no atomics;
 // the decode step is a CUDA graph that is recaptured (and counted) when a buffer it bakes moves.
-#include "cuda_replay/cuda_backend.hpp"
-
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include <cuda_runtime.h>
+
+#include "cuda_replay/cuda_backend.hpp"
 #include "cuda_replay/kernel_math.hpp"
 
 namespace kvcheck::replay {
@@ -19,7 +18,8 @@ constexpr int kMaxBatch = 256;     // tokens per launch; results do not depend o
 constexpr int kSplitThreads = 64;  // threads sharing the splits of one (token, head)
 
 void check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(status));
+    if (status != cudaSuccess)
+        throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(status));
 }
 
 // An owning device array. Copies go through the session's stream and wait for it.
@@ -37,7 +37,8 @@ public:
     }
     DeviceArray(const DeviceArray&) = delete;
     DeviceArray& operator=(const DeviceArray&) = delete;
-    DeviceArray(DeviceArray&& other) noexcept : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+    DeviceArray(DeviceArray&& other) noexcept
+        : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
     DeviceArray& operator=(DeviceArray&& other) noexcept {
         std::swap(data_, other.data_);
         std::swap(count_, other.count_);
@@ -112,7 +113,8 @@ __global__ void compress_kernel(LayerShape s, const float* raw_k, const float* r
     }
 }
 
-__global__ void summary_kernel(int block_tokens, const float* indexed_raw_k, const float* ws, float* summary, const int* first) {
+__global__ void summary_kernel(int block_tokens, const float* indexed_raw_k, const float* ws, float* summary,
+                               const int* first) {
     __shared__ float mean[kModel];
     const int end = *first + static_cast<int>(blockIdx.x) + 1;
     const int j = threadIdx.x;
@@ -210,7 +212,9 @@ struct LayerBuffers {
     std::vector<const Floats*> cache() const { return {&raw_k, &raw_v, &comp_k, &comp_v, &summary, &state}; }
 };
 
-std::vector<std::vector<float>*> host_cache(GroupCache& g) { return {&g.raw_k, &g.raw_v, &g.comp_k, &g.comp_v, &g.summary, &g.state}; }
+std::vector<std::vector<float>*> host_cache(GroupCache& g) {
+    return {&g.raw_k, &g.raw_v, &g.comp_k, &g.comp_v, &g.summary, &g.state};
+}
 
 class CudaSession final : public Session {
 public:
@@ -252,14 +256,15 @@ private:
 };
 
 CudaSession::CudaSession(const TinyModel& model, int capacity, bool graph_guard)
-    : model_(model), capacity_(capacity), max_splits_(split_count(capacity > 0 ? capacity : 1)), graph_guard_(graph_guard) {
+    : model_(model), capacity_(capacity), max_splits_(split_count(capacity > 0 ? capacity : 1)),
+      graph_guard_(graph_guard) {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
     const CacheState shape = empty_cache(model.layers(), capacity);
     for (int l = 0; l < model.layer_count(); ++l) {
         const LayerWeights& w = model.weights(l);
         LayerBuffers b;
-        const std::pair<Floats*, const std::vector<float>*> weights[] = {{&b.wq, &w.wq}, {&b.wk, &w.wk}, {&b.wv, &w.wv},
-                                                                          {&b.wo, &w.wo}, {&b.wiq, &w.wiq}, {&b.ws, &w.ws}};
+        const std::pair<Floats*, const std::vector<float>*> weights[] = {
+            {&b.wq, &w.wq}, {&b.wk, &w.wk}, {&b.wv, &w.wv}, {&b.wo, &w.wo}, {&b.wiq, &w.wiq}, {&b.ws, &w.ws}};
         for (const auto& [device, host] : weights) {
             *device = Floats(host->size());
             device->upload(*host, stream_);
@@ -274,12 +279,14 @@ CudaSession::CudaSession(const TinyModel& model, int capacity, bool graph_guard)
     embedding_.upload(model.embedding(), stream_);
     unembedding_ = Floats(model.unembedding().size());
     unembedding_.upload(model.unembedding(), stream_);
-    for (Floats* scratch : {&h_, &q_, &k_, &v_, &qi_, &a_}) *scratch = Floats(static_cast<std::size_t>(kMaxBatch) * kModel);
+    for (Floats* scratch : {&h_, &q_, &k_, &v_, &qi_, &a_})
+        *scratch = Floats(static_cast<std::size_t>(kMaxBatch) * kModel);
     trace_ = Floats(static_cast<std::size_t>(kMaxBatch) * static_cast<std::size_t>(model.layer_count()) * kModel);
     logits_ = Floats(kVocab);
     tokens_ = DeviceArray<int>(kMaxBatch);
     first_ = DeviceArray<int>(1);
-    partials_ = DeviceArray<Partial>(static_cast<std::size_t>(kMaxBatch) * kHeads * static_cast<std::size_t>(max_splits_));
+    partials_ =
+        DeviceArray<Partial>(static_cast<std::size_t>(kMaxBatch) * kHeads * static_cast<std::size_t>(max_splits_));
     // Engines capture decode graphs at start-up over a static cache pool; so does the replay.
     capture_decode();
 }
@@ -297,9 +304,9 @@ void CudaSession::enqueue_step(int count) {
         LayerBuffers& b = layers_[static_cast<std::size_t>(l)];
         const bool stores_rows = spec.shape.kind == LayerKind::full || spec.shape.kind == LayerKind::swa ||
                                  spec.shape.kind == LayerKind::chunked;
-        project_kernel<<<count, kModel, 0, stream_>>>(h_.get(), b.wq.get(), b.wk.get(), b.wv.get(), b.wiq.get(), q_.get(),
-                                                      k_.get(), v_.get(), qi_.get(), stores_rows ? b.raw_k.get() : nullptr,
-                                                      stores_rows ? b.raw_v.get() : nullptr, first_.get());
+        project_kernel<<<count, kModel, 0, stream_>>>(
+            h_.get(), b.wq.get(), b.wk.get(), b.wv.get(), b.wiq.get(), q_.get(), k_.get(), v_.get(), qi_.get(),
+            stores_rows ? b.raw_k.get() : nullptr, stores_rows ? b.raw_v.get() : nullptr, first_.get());
         const KvView own{b.raw_k.get(), b.raw_v.get(), b.comp_k.get(), b.comp_v.get()};
         const dim3 per_head(static_cast<unsigned>(count), kHeads);
         switch (spec.shape.kind) {
@@ -309,8 +316,8 @@ void CudaSession::enqueue_step(int count) {
                 [[fallthrough]];
             case LayerKind::swa:
             case LayerKind::chunked:
-                attention_kernel<<<per_head, kSplitThreads, 0, stream_>>>(spec.shape, own, q_.get(), a_.get(), partials_.get(),
-                                                                          max_splits_, first_.get());
+                attention_kernel<<<per_head, kSplitThreads, 0, stream_>>>(spec.shape, own, q_.get(), a_.get(),
+                                                                          partials_.get(), max_splits_, first_.get());
                 break;
             case LayerKind::indexer: {
                 LayerBuffers& kv = layers_[static_cast<std::size_t>(spec.indexed_layer)];
@@ -323,7 +330,8 @@ void CudaSession::enqueue_step(int count) {
                 break;
             }
             case LayerKind::linear:
-                linear_kernel<<<kHeads, kHeadDim, 0, stream_>>>(b.state.get(), q_.get(), k_.get(), v_.get(), a_.get(), count);
+                linear_kernel<<<kHeads, kHeadDim, 0, stream_>>>(b.state.get(), q_.get(), k_.get(), v_.get(), a_.get(),
+                                                                count);
                 break;
         }
         output_kernel<<<count, kModel, 0, stream_>>>(h_.get(), b.wo.get(), a_.get(), trace_.get(), l, layers);
@@ -391,7 +399,8 @@ std::vector<float> CudaSession::decode(int token, std::vector<float>& hidden) {
 }
 
 void CudaSession::load(const CacheState& cache) {
-    if (cache.capacity != capacity_ || cache.groups.size() != layers_.size()) throw std::logic_error("load() of a cache of another shape");
+    if (cache.capacity != capacity_ || cache.groups.size() != layers_.size())
+        throw std::logic_error("load() of a cache of another shape");
     for (std::size_t l = 0; l < layers_.size(); ++l) {
         GroupCache g = cache.groups[l];
         const std::vector<Floats*> device = layers_[l].cache();

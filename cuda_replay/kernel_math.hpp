@@ -19,10 +19,10 @@ inline constexpr int kVocab = 256;
 inline constexpr int kModel = 32;  // d_model
 inline constexpr int kHeads = 2;
 inline constexpr int kHeadDim = 16;
-inline constexpr int kSplitEntries = 64;        // fixed split size of every attention reduction
-inline constexpr float kScoreScale = 0.25f;     // 1 / sqrt(kHeadDim), exact in binary
-inline constexpr float kIndexScale = 0.125f;    // indexer block scores
-inline constexpr float kLinearDecay = 0.875f;   // linear-attention state decay per token
+inline constexpr int kSplitEntries = 64;       // fixed split size of every attention reduction
+inline constexpr float kScoreScale = 0.25f;    // 1 / sqrt(kHeadDim), exact in binary
+inline constexpr float kIndexScale = 0.125f;   // indexer block scores
+inline constexpr float kLinearDecay = 0.875f;  // linear-attention state decay per token
 inline constexpr float kNormEpsilon = 1.0f / 65536.0f;
 static_assert(kHeads * kHeadDim == kModel, "heads must tile the model width");
 
@@ -35,8 +35,8 @@ struct LayerShape {
     std::int32_t block_tokens = 16;
     std::int32_t segment_tokens = 16;
     std::int32_t window_tokens = 0;
-    std::int32_t ratio = 1;   // compress_ratio of full layers
-    std::int32_t top_k = 0;   // indexer
+    std::int32_t ratio = 1;  // compress_ratio of full layers
+    std::int32_t top_k = 0;  // indexer
 };
 
 // floor and sqrt are exact (correctly rounded) on both sides; the wrappers pick the spelling.
@@ -131,7 +131,7 @@ struct EntryList {
 
 // One layer's cache as the attention reads it (host or device pointers).
 struct KvView {
-    const float* raw_k = nullptr;   // [token][kModel]
+    const float* raw_k = nullptr;  // [token][kModel]
     const float* raw_v = nullptr;
     const float* comp_k = nullptr;  // [entry][kModel]
     const float* comp_v = nullptr;
@@ -152,15 +152,19 @@ KV_HD inline EntryList attention_list(const LayerShape& s, const KvView& kv, int
     if (s.kind == LayerKind::swa) return raw_range(kv, max_int(0, position - s.window_tokens), position + 1);
     if (s.kind == LayerKind::chunked) return raw_range(kv, position / s.window_tokens * s.window_tokens, position + 1);
     const int boundary = (position + 1) / s.segment_tokens * s.segment_tokens;
-    return {kv.comp_k, kv.comp_v, boundary / s.ratio, kv.raw_k + boundary * kModel, kv.raw_v + boundary * kModel,
+    return {kv.comp_k,
+            kv.comp_v,
+            boundary / s.ratio,
+            kv.raw_k + boundary * kModel,
+            kv.raw_v + boundary * kModel,
             position + 1 - boundary};
 }
 
 // The entries of one completed block of an indexed full layer (its segment equals its block).
 KV_HD inline EntryList block_list(const LayerShape& indexed, const KvView& kv, int block) {
     const int per_block = indexed.block_tokens / indexed.ratio;
-    return {kv.comp_k + block * per_block * kModel, kv.comp_v + block * per_block * kModel, per_block,
-            nullptr, nullptr, 0};
+    return {
+        kv.comp_k + block * per_block * kModel, kv.comp_v + block * per_block * kModel, per_block, nullptr, nullptr, 0};
 }
 
 KV_HD inline int entry_count(const EntryList& l) { return l.n0 + l.n1; }
@@ -250,8 +254,8 @@ KV_HD inline bool index_selected(const float* qi, const float* summaries, int ca
 
 // One token of the linear-attention recurrence for one head and one state column:
 // S[i][column] = decay * S[i][column] + k[i] * v[column]; returns sum_i q[i] * S[i][column].
-KV_HD inline float linear_column_step(float* state_head, const float* q_head, const float* k_head,
-                                      const float* v_head, int column) {
+KV_HD inline float linear_column_step(float* state_head, const float* q_head, const float* k_head, const float* v_head,
+                                      int column) {
     float out = 0.0f;
     for (int i = 0; i < kHeadDim; ++i) {
         float& cell = state_head[i * kHeadDim + column];

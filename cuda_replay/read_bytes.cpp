@@ -56,7 +56,8 @@ int state_index(int row, int feature) {
 }
 
 std::size_t row_offset(const ReadRows& r, int plane, int row) {
-    return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(r.rows) + static_cast<std::size_t>(row)) * kModel;
+    return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(r.rows) + static_cast<std::size_t>(row)) *
+           kModel;
 }
 float* at(ReadRows& r, int plane, int row) { return r.data.data() + row_offset(r, plane, row); }
 const float* at(const ReadRows& r, int plane, int row) { return r.data.data() + row_offset(r, plane, row); }
@@ -107,16 +108,17 @@ ReadRows source_rows(const LayerShape& shape, const Read& read, const CacheState
     const int first = first_row(shape, read.form, src.start);
     KV_ASSERT(read.form != model::Form::linear_state || source_cache->length == src.end,
               "a linear state must come from a run of exactly source.end tokens");
-    const int available =
-        std::max(0, std::min({out.rows, claimed_rows(shape, read.form, src.start, src.end), written_rows(shape, read.form, src.end) - first}));
+    const int available = std::max(0, std::min({out.rows, claimed_rows(shape, read.form, src.start, src.end),
+                                                written_rows(shape, read.form, src.end) - first}));
     const auto arrays = planes_in(g, read.form);
     for (int plane = 0; plane < out.planes; ++plane)
         for (int row = 0; row < available; ++row)
             for (int f = 0; f < kModel; ++f) {
                 const std::vector<float>& a = *arrays[static_cast<std::size_t>(plane)];
-                at(out, plane, row)[f] = read.form == model::Form::linear_state
-                                             ? a[static_cast<std::size_t>(state_index(row, f))]
-                                             : a[static_cast<std::size_t>(first + row) * kModel + static_cast<std::size_t>(f)];
+                at(out, plane, row)[f] =
+                    read.form == model::Form::linear_state
+                        ? a[static_cast<std::size_t>(state_index(row, f))]
+                        : a[static_cast<std::size_t>(first + row) * kModel + static_cast<std::size_t>(f)];
             }
     return out;
 }
@@ -144,9 +146,12 @@ std::vector<int> feature_permutation(int layout) {
 
 std::size_t layout_offset(int layout, int rows, int plane, int row, int stored_feature) {
     const std::size_t plane_base = static_cast<std::size_t>(plane) * static_cast<std::size_t>(rows) * kModel;
-    if (layout % 2 == 1) return plane_base + static_cast<std::size_t>(row) * kModel + static_cast<std::size_t>(stored_feature);
+    if (layout % 2 == 1)
+        return plane_base + static_cast<std::size_t>(row) * kModel + static_cast<std::size_t>(stored_feature);
     const int head = stored_feature / kHeadDim;
-    return plane_base + (static_cast<std::size_t>(head) * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row)) * kHeadDim +
+    return plane_base +
+           (static_cast<std::size_t>(head) * static_cast<std::size_t>(rows) + static_cast<std::size_t>(row)) *
+               kHeadDim +
            static_cast<std::size_t>(stored_feature % kHeadDim);
 }
 
@@ -174,18 +179,21 @@ std::vector<float> encode_layout(const ReadRows& rows, int layout) {
     for (int plane = 0; plane < rows.planes; ++plane)
         for (int row = 0; row < rows.rows; ++row)
             for (int f = 0; f < kModel; ++f)
-                out[layout_offset(layout, rows.rows, plane, row, perm[static_cast<std::size_t>(f)])] = at(rows, plane, row)[f];
+                out[layout_offset(layout, rows.rows, plane, row, perm[static_cast<std::size_t>(f)])] =
+                    at(rows, plane, row)[f];
     return out;
 }
 
 ReadRows decode_layout(const std::vector<float>& bytes, int planes, int rows, int layout) {
     const std::vector<int> perm = feature_permutation(layout);
     ReadRows out{planes, rows, std::vector<float>(bytes.size())};
-    KV_ASSERT_EQ(bytes.size(), static_cast<std::size_t>(planes) * static_cast<std::size_t>(rows) * kModel, "buffer size");
+    KV_ASSERT_EQ(bytes.size(), static_cast<std::size_t>(planes) * static_cast<std::size_t>(rows) * kModel,
+                 "buffer size");
     for (int plane = 0; plane < planes; ++plane)
         for (int row = 0; row < rows; ++row)
             for (int f = 0; f < kModel; ++f)
-                at(out, plane, row)[f] = bytes[layout_offset(layout, rows, plane, row, perm[static_cast<std::size_t>(f)])];
+                at(out, plane, row)[f] =
+                    bytes[layout_offset(layout, rows, plane, row, perm[static_cast<std::size_t>(f)])];
     return out;
 }
 
@@ -239,7 +247,8 @@ void place_rows(CacheState& cache, const LayerShape& shape, const Read& read, co
     if (read.form == model::Form::linear_state) {
         if (read.end != resume_len) return;
         for (int row = 0; row < rows.rows; ++row)
-            for (int f = 0; f < kModel; ++f) g.state[static_cast<std::size_t>(state_index(row, f))] = at(rows, 0, row)[f];
+            for (int f = 0; f < kModel; ++f)
+                g.state[static_cast<std::size_t>(state_index(row, f))] = at(rows, 0, row)[f];
         return;
     }
     const auto arrays = planes_in(g, read.form);

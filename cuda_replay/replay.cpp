@@ -27,7 +27,8 @@ std::vector<float> prefill_range(Session& session, std::span<const int> tokens, 
     std::vector<float> logits;
     for (int position = from; position < to;) {
         const int end = std::min(to, (position / chunk + 1) * chunk);
-        logits = session.prefill(tokens.subspan(static_cast<std::size_t>(position), static_cast<std::size_t>(end - position)), hidden);
+        logits = session.prefill(
+            tokens.subspan(static_cast<std::size_t>(position), static_cast<std::size_t>(end - position)), hidden);
         position = end;
     }
     KV_ASSERT_EQ(session.length(), to, "prefill stopped early");
@@ -100,7 +101,8 @@ private:
     // Longest needs first: a shorter prefix then finds the run of a longer list already planned.
     void settle() {
         planned_ = true;
-        std::stable_sort(needs_.begin(), needs_.end(), [](const Need& a, const Need& b) { return a.tokens.size() > b.tokens.size(); });
+        std::stable_sort(needs_.begin(), needs_.end(),
+                         [](const Need& a, const Need& b) { return a.tokens.size() > b.tokens.size(); });
         for (Need& need : needs_)
             if (find(need.model.fingerprint(), need.tokens, need.exact) == nullptr)
                 runs_.push_back(Run{std::move(need.model), std::move(need.tokens), std::nullopt});
@@ -145,7 +147,8 @@ bool from_reference(const Schedule& s, const Read& read) {
     if (read.form == model::Form::indexer_state && src.index_weights_version != src.weights_version) return false;
     if (read.form == model::Form::linear_state && src.end != static_cast<int>(s.tokens.size())) return false;
     const auto end = static_cast<std::size_t>(src.end);
-    return src.tokens.size() >= end && end <= s.tokens.size() && std::equal(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(end), s.tokens.begin());
+    return src.tokens.size() >= end && end <= s.tokens.size() &&
+           std::equal(src.tokens.begin(), src.tokens.begin() + static_cast<std::ptrdiff_t>(end), s.tokens.begin());
 }
 
 bool rows_equal(const std::vector<float>& a, const std::vector<float>& b, int from, int to) {
@@ -169,14 +172,17 @@ std::string differing_form(const LayerShape& s, const GroupCache& expected, cons
             if (!rows_equal(expected.comp_k, assembled.comp_k, 0, boundary / s.ratio) ||
                 !rows_equal(expected.comp_v, assembled.comp_v, 0, boundary / s.ratio))
                 return "compressed_kv";
-            if (!rows_equal(expected.raw_k, assembled.raw_k, boundary, n) || !rows_equal(expected.raw_v, assembled.raw_v, boundary, n))
+            if (!rows_equal(expected.raw_k, assembled.raw_k, boundary, n) ||
+                !rows_equal(expected.raw_v, assembled.raw_v, boundary, n))
                 return "uncompressed_tail";
             return "compute";
         }
         case LayerKind::swa:
         case LayerKind::chunked: {
-            const int begin = s.kind == LayerKind::swa ? std::max(0, n - s.window_tokens) : n / s.window_tokens * s.window_tokens;
-            const bool same = rows_equal(expected.raw_k, assembled.raw_k, begin, n) && rows_equal(expected.raw_v, assembled.raw_v, begin, n);
+            const int begin =
+                s.kind == LayerKind::swa ? std::max(0, n - s.window_tokens) : n / s.window_tokens * s.window_tokens;
+            const bool same = rows_equal(expected.raw_k, assembled.raw_k, begin, n) &&
+                              rows_equal(expected.raw_v, assembled.raw_v, begin, n);
             return same ? "compute" : "swa_window";
         }
         case LayerKind::indexer:
@@ -248,7 +254,8 @@ ScheduleResult replay_schedule(const Schedule& s, const Backend& backend) {
     CacheState reference_cache;
     {
         const auto session = backend.open(model, capacity);
-        std::vector<float> logits = prefill_range(*session, tokens, 0, prompt, s.prefill_chunk_tokens, reference.hidden);
+        std::vector<float> logits =
+            prefill_range(*session, tokens, 0, prompt, s.prefill_chunk_tokens, reference.hidden);
         reference_cache = session->save();
         decode_greedy(*session, reference, std::move(logits), s.decode_steps);
     }
@@ -259,9 +266,11 @@ ScheduleResult replay_schedule(const Schedule& s, const Backend& backend) {
     std::map<std::tuple<std::uint64_t, std::uint64_t, int>, TinyModel> models;
     const auto model_of = [&](const Read& read) -> const TinyModel& {
         const Source& src = *read.source;
-        const bool stale_index = read.form == model::Form::indexer_state && src.index_weights_version != src.weights_version;
-        const auto key = std::make_tuple(src.weights_version, stale_index ? src.index_weights_version : src.weights_version,
-                                         stale_index ? read.group : -1);
+        const bool stale_index =
+            read.form == model::Form::indexer_state && src.index_weights_version != src.weights_version;
+        const auto key =
+            std::make_tuple(src.weights_version, stale_index ? src.index_weights_version : src.weights_version,
+                            stale_index ? read.group : -1);
         auto found = models.find(key);
         if (found == models.end()) found = models.emplace(key, source_model(specs, read)).first;
         return found->second;
@@ -310,7 +319,8 @@ ScheduleResult replay_schedule(const Schedule& s, const Backend& backend) {
     // position feeds the caches of every layer above it, so such a difference is a corruption.
     const auto [position, layer] = first_difference(reference, resumed, model.layer_count());
     result.bit_exact = reference.tokens == resumed.tokens && position < 0 &&
-                       std::equal(reference.logits.begin(), reference.logits.end(), resumed.logits.begin(), resumed.logits.end(), same_bits);
+                       std::equal(reference.logits.begin(), reference.logits.end(), resumed.logits.begin(),
+                                  resumed.logits.end(), same_bits);
     if (!result.bit_exact) {
         Divergence d;
         d.schedule = s.file;
@@ -332,7 +342,9 @@ ScheduleResult replay_schedule(const Schedule& s, const Backend& backend) {
         result.divergence = d;
     }
     const bool diverged = !result.bit_exact;
-    result.agreement = diverged == s.oracle_corrupt ? Agreement::agree : diverged ? Agreement::false_alarm : Agreement::miss;
+    result.agreement = diverged == s.oracle_corrupt ? Agreement::agree
+                       : diverged                   ? Agreement::false_alarm
+                                                    : Agreement::miss;
     reference.hidden.clear();
     result.reference = std::move(reference);
     return result;
@@ -342,8 +354,10 @@ Summary summarize(std::vector<ScheduleResult> results) {
     Summary out;
     for (const ScheduleResult& r : results) {
         ++out.schedules;
-        if (r.bit_exact) ++out.bit_exact;
-        else ++out.diverged;
+        if (r.bit_exact)
+            ++out.bit_exact;
+        else
+            ++out.diverged;
         if (r.divergence) out.divergences.push_back(*r.divergence);
         switch (r.agreement) {
             case Agreement::agree: ++out.agree; break;
@@ -382,14 +396,15 @@ nlohmann::json summary_json(const Summary& summary, std::string_view backend) {
                            {"recaptures", r.recaptures},
                            {"reference_hash", hex(r.reference_hash)},
                            {"resumed_hash", hex(r.resumed_hash)}});
-    return {{"backend", backend},
-            {"schedules", summary.schedules},
-            {"bit_exact", summary.bit_exact},
-            {"diverged", summary.diverged},
-            {"divergences", divergences},
-            {"oracle_agreement", {{"agree", summary.agree}, {"false_alarm", summary.false_alarm}, {"miss", summary.miss}}},
-            {"recaptures", summary.recaptures},
-            {"results", results}};
+    return {
+        {"backend", backend},
+        {"schedules", summary.schedules},
+        {"bit_exact", summary.bit_exact},
+        {"diverged", summary.diverged},
+        {"divergences", divergences},
+        {"oracle_agreement", {{"agree", summary.agree}, {"false_alarm", summary.false_alarm}, {"miss", summary.miss}}},
+        {"recaptures", summary.recaptures},
+        {"results", results}};
 }
 
 }  // namespace kvcheck::replay

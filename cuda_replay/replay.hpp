@@ -19,10 +19,10 @@ namespace kvcheck::replay {
 struct Divergence {
     std::string schedule;  // file the schedule came from
     std::int64_t request = 0;
-    int group = -1;          // the lowest layer whose output differs first
+    int group = -1;  // the lowest layer whose output differs first
     std::string group_name;
-    std::string form;        // the form whose assembled bytes differ in that group, or "compute"
-    int position = -1;       // first token position whose output differs
+    std::string form;   // the form whose assembled bytes differ in that group, or "compute"
+    int position = -1;  // first token position whose output differs
     bool oracle_corrupt = false;
 };
 
@@ -46,7 +46,7 @@ struct ScheduleResult {
     std::optional<Divergence> divergence;
     bool oracle_corrupt = false;
     Agreement agreement = Agreement::agree;
-    int recaptures = 0;  // decode graphs recaptured after a replayed migration (CUDA only)
+    int recaptures = 0;                // decode graphs recaptured after a replayed migration (CUDA only)
     std::uint64_t reference_hash = 0;  // over the reference's logit bits and tokens
     std::uint64_t resumed_hash = 0;
     RunOutputs reference;

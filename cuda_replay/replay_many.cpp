@@ -11,8 +11,7 @@
 
 namespace kvcheck::replay {
 
-std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend,
-                                               int jobs) {
+std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend, int jobs) {
     std::vector<std::optional<ScheduleResult>> slots(schedules.size());
     std::vector<std::exception_ptr> errors(schedules.size());
     std::atomic<std::size_t> next{0};
@@ -44,7 +43,8 @@ std::vector<std::string> schedule_files(const std::string& path) {
     if (fs::is_regular_file(path, error)) return {path};
     if (!fs::exists(path, error)) throw sim::InputError(path, "", "no such schedule folder or file");
     if (!fs::is_directory(path, error))
-        throw sim::InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a schedule folder or file");
+        throw sim::InputError(path, "",
+                              "is not a regular file (a FIFO, device or socket), expected a schedule folder or file");
     std::vector<std::string> out;
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error))
         if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path().string());

@@ -9,7 +9,16 @@ namespace kvcheck::replay {
 
 namespace {
 
-enum Matrix : std::uint64_t { matrix_q = 1, matrix_k, matrix_v, matrix_o, matrix_iq, matrix_s, matrix_embed, matrix_unembed };
+enum Matrix : std::uint64_t {
+    matrix_q = 1,
+    matrix_k,
+    matrix_v,
+    matrix_o,
+    matrix_iq,
+    matrix_s,
+    matrix_embed,
+    matrix_unembed
+};
 
 // `count` values (i - half) * step with i uniform in [0, 2 * half].
 std::vector<float> draw(std::uint64_t seed, std::size_t count, std::uint32_t half, float step) {

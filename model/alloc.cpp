@@ -64,7 +64,6 @@ void give_back_slot(World& w, std::uint32_t slot) {
     }
 }
 
-
 // Starts fetching the index cell and the slot that evicting segment id would touch. A list's new
 // head is usually the next admission's victim, and its own row is in cache already (the eviction
 // just unlinked it from the old head), so the next eviction's misses overlap with other work.
@@ -129,10 +128,14 @@ namespace {
 // Unlinks a segment from the list whose ends are head and tail.
 void unlink(World& w, std::uint32_t id, std::uint32_t& head, std::uint32_t& tail) {
     Segment& s = w.segments[id];
-    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = s.lru_next;
-    else head = s.lru_next;
-    if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = s.lru_prev;
-    else tail = s.lru_prev;
+    if (s.lru_prev != kNone)
+        w.segments[s.lru_prev].lru_next = s.lru_next;
+    else
+        head = s.lru_next;
+    if (s.lru_next != kNone)
+        w.segments[s.lru_next].lru_prev = s.lru_prev;
+    else
+        tail = s.lru_prev;
     s.lru_prev = s.lru_next = kNone;
 }
 
@@ -140,8 +143,10 @@ void link_back(World& w, std::uint32_t id, std::uint32_t& head, std::uint32_t& t
     Segment& s = w.segments[id];
     s.lru_prev = tail;
     s.lru_next = kNone;
-    if (s.lru_prev != kNone) w.segments[s.lru_prev].lru_next = id;
-    else head = id;
+    if (s.lru_prev != kNone)
+        w.segments[s.lru_prev].lru_next = id;
+    else
+        head = id;
     tail = id;
 }
 
@@ -195,8 +200,10 @@ void refresh_evictable(World& w, std::uint32_t id) {
         lru_remove(w, id);
     } else if (!s.in_lru) {
         const std::size_t f = World::lru_list(s);
-        if (gpu) link_back(w, id, w.lru_head[f], w.lru_tail[f]);
-        else link_back(w, id, w.disk_lru_head, w.disk_lru_tail);
+        if (gpu)
+            link_back(w, id, w.lru_head[f], w.lru_tail[f]);
+        else
+            link_back(w, id, w.disk_lru_head, w.disk_lru_tail);
         s.in_lru = true;
     }
 }
@@ -343,9 +350,9 @@ void publish(World& w, std::uint32_t id) {
     // A newer segment for the same prefix replaces the older one in the index. (An extent's key
     // is its first unit's, so the newer one starts where the older one does.)
     const std::uint32_t scope = w.segment_scope(s);
-    const std::uint32_t replaced = w.index.put(w.index_key(s.key, s.group, s.is_tail, scope), id, [&](std::uint32_t other) {
-        return w.holds(other, s.key, s.group, s.is_tail, scope);
-    });
+    const std::uint32_t replaced =
+        w.index.put(w.index_key(s.key, s.group, s.is_tail, scope), id,
+                    [&](std::uint32_t other) { return w.holds(other, s.key, s.group, s.is_tail, scope); });
     if (replaced != FlatIndex::kMissing && replaced != id) w.segments[replaced].published = false;
     s.published = true;
 }
@@ -417,9 +424,12 @@ std::uint32_t split_segment(World& w, std::uint32_t id, std::uint32_t at) {
     if (s.in_lru) {  // the new part is as old as the rest: right after it in its list
         r.lru_prev = id;
         r.lru_next = s.lru_next;
-        if (s.lru_next != kNone) w.segments[s.lru_next].lru_prev = right;
-        else if (s.slot != kNone) w.lru_tail[World::lru_list(r)] = right;
-        else w.disk_lru_tail = right;
+        if (s.lru_next != kNone)
+            w.segments[s.lru_next].lru_prev = right;
+        else if (s.slot != kNone)
+            w.lru_tail[World::lru_list(r)] = right;
+        else
+            w.disk_lru_tail = right;
         s.lru_next = right;
         r.in_lru = true;
     }

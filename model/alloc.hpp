@@ -21,9 +21,9 @@ struct Eviction {
     Form form;
     std::uint64_t bytes;
     EvictionCause cause = EvictionCause::admission;
-    bool copy_kept = false;  // only the GPU copy went: a whole copy stays on host/disk, still registered
+    bool copy_kept = false;         // only the GPU copy went: a whole copy stays on host/disk, still registered
     std::uint32_t segment = kNone;  // the entry
-    bool shed = false;       // only the blocks no resume reads went (shed): the entry stays on the GPU
+    bool shed = false;              // only the blocks no resume reads went (shed): the entry stays on the GPU
     bool operator==(const Eviction&) const = default;
 };
 

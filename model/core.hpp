@@ -25,15 +25,15 @@ std::string describe_operands(const A& a, const B& b) {
 }  // namespace kvcheck
 
 // Programmer errors only; user input errors are kvcheck::InputError (sim/input_error.hpp).
-#define KV_ASSERT(cond, msg)                                                              \
-    do {                                                                                  \
-        if (!(cond)) ::kvcheck::assert_fail(#cond, __FILE__, __LINE__, (msg));            \
+#define KV_ASSERT(cond, msg)                                                                                           \
+    do {                                                                                                               \
+        if (!(cond)) ::kvcheck::assert_fail(#cond, __FILE__, __LINE__, (msg));                                         \
     } while (0)
-#define KV_ASSERT_EQ(a, b, msg)                                                           \
-    do {                                                                                  \
-        if (!((a) == (b)))                                                                \
-            ::kvcheck::assert_fail(#a " == " #b, __FILE__, __LINE__,                      \
-                                   ::kvcheck::describe_operands((a), (b)) + " " + (msg)); \
+#define KV_ASSERT_EQ(a, b, msg)                                                                                        \
+    do {                                                                                                               \
+        if (!((a) == (b)))                                                                                             \
+            ::kvcheck::assert_fail(#a " == " #b, __FILE__, __LINE__,                                                   \
+                                   ::kvcheck::describe_operands((a), (b)) + " " + (msg));                              \
     } while (0)
 #define KV_UNREACHABLE(msg) ::kvcheck::assert_fail("unreachable", __FILE__, __LINE__, (msg))
 
@@ -47,9 +47,7 @@ constexpr std::uint64_t mix64(std::uint64_t x) {
     return x ^ (x >> 31);
 }
 
-constexpr std::uint64_t hash_combine(std::uint64_t seed, std::uint64_t value) {
-    return mix64(seed ^ mix64(value));
-}
+constexpr std::uint64_t hash_combine(std::uint64_t seed, std::uint64_t value) { return mix64(seed ^ mix64(value)); }
 
 // xoshiro256** with an integer-only API. std::*_distribution is never used: its output differs
 // between standard libraries, and kvcheck promises byte-identical reports from a seed.

@@ -1,19 +1,36 @@
 // Step names and one-line descriptions of steps, for counterexamples, schedules and timelines
 // (declared in model/steps.hpp).
-#include "model/steps.hpp"
-
 #include <array>
 #include <string>
+
+#include "model/steps.hpp"
 
 namespace kvcheck::model {
 
 namespace {
 
-constexpr std::array<std::string_view, kStepKindCount> kStepNames = {
-    "lookup",  "pin",       "revalidate",   "allocate",        "read",          "commit",        "decode",
-    "finish",  "evict",    "offload",         "io_complete",   "io_fail",       "interrupt_eviction",
-    "skew_index", "bump_model_version", "change_layout", "misaligned_reload", "migrate", "lose_block",
-    "partial_load", "stop_waiting", "abort"};
+constexpr std::array<std::string_view, kStepKindCount> kStepNames = {"lookup",
+                                                                     "pin",
+                                                                     "revalidate",
+                                                                     "allocate",
+                                                                     "read",
+                                                                     "commit",
+                                                                     "decode",
+                                                                     "finish",
+                                                                     "evict",
+                                                                     "offload",
+                                                                     "io_complete",
+                                                                     "io_fail",
+                                                                     "interrupt_eviction",
+                                                                     "skew_index",
+                                                                     "bump_model_version",
+                                                                     "change_layout",
+                                                                     "misaligned_reload",
+                                                                     "migrate",
+                                                                     "lose_block",
+                                                                     "partial_load",
+                                                                     "stop_waiting",
+                                                                     "abort"};
 
 }  // namespace
 
@@ -55,7 +72,8 @@ std::string describe(const World& w, const Step& step) {
         }
         case StepTarget::global:
             if (step.kind == StepKind::bump_model_version) return out;
-            return out + " of group " + (step.target < w.config->groups.size() ? w.group(static_cast<std::uint8_t>(step.target)).name : "?");
+            return out + " of group " +
+                   (step.target < w.config->groups.size() ? w.group(static_cast<std::uint8_t>(step.target)).name : "?");
     }
     return out;
 }

@@ -15,7 +15,7 @@ enum class FaultClass : std::uint8_t { F1, F2, F3, F4, F5, F6, F7, F8, F9, F10, 
 inline constexpr int kFaultClassCount = 11;
 
 inline constexpr std::array<std::string_view, kFaultClassCount> kFaultNames = {"F1", "F2", "F3", "F4",  "F5", "F6",
-                                                                              "F7", "F8", "F9", "F10", "F11"};
+                                                                               "F7", "F8", "F9", "F10", "F11"};
 inline constexpr std::array<std::string_view, kFaultClassCount> kFaultSummaries = {
     "eviction interrupted mid-way",
     "external storage load failure",

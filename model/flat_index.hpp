@@ -105,7 +105,9 @@ public:
 
     // The cell a key's probe starts at in a table of `cells` cells: exposed so that tests can
     // build collisions.
-    static std::size_t home_of(std::uint64_t key, std::size_t cells) { return fastrange(multiplied(fingerprint(key)), cells); }
+    static std::size_t home_of(std::uint64_t key, std::size_t cells) {
+        return fastrange(multiplied(fingerprint(key)), cells);
+    }
 
     // The sizes the table takes as it grows: 16 cells, then 1.5x the previous size each time.
     static std::size_t grown_cells(std::size_t cells) { return cells == 0 ? 16 : cells + cells / 2; }

@@ -32,7 +32,8 @@ void required_ranges(const World& w, std::uint8_t g, std::uint32_t len, std::vec
         case GroupKind::full: {
             const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
             if (grp.segment_tokens == block) return blocks(0);
-            for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) out.push_back({g, x, x + grp.segment_tokens});
+            for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens)
+                out.push_back({g, x, x + grp.segment_tokens});
             return blocks(boundary);
         }
         case GroupKind::swa: return blocks(len > grp.window_tokens ? len - grp.window_tokens : 0);
@@ -43,8 +44,8 @@ void required_ranges(const World& w, std::uint8_t g, std::uint32_t len, std::vec
 }
 
 std::string entry_text(const World& w, std::uint32_t r, const PlanEntry& e) {
-    return request_name(w, r) + " group " + w.group(e.group).name + " " + std::string(form_name(e.form)) +
-           " [" + std::to_string(e.start) + "," + std::to_string(e.end) + ")" +
+    return request_name(w, r) + " group " + w.group(e.group).name + " " + std::string(form_name(e.form)) + " [" +
+           std::to_string(e.start) + "," + std::to_string(e.end) + ")" +
            (e.segment == kNone ? std::string(" (nothing registered)") : " segment " + std::to_string(e.segment));
 }
 
@@ -62,8 +63,8 @@ std::string mismatch_cause(const ReadFact& f) {
 }
 
 bool corrupts_output(const std::string& invariant) {
-    return invariant == "OR1_ground_truth" || invariant == "VL1_lcm_boundary" || invariant == "VL3_group_intersection" ||
-           invariant == "FM2_tail_boundary" || invariant == "FM3_swa_window";
+    return invariant == "OR1_ground_truth" || invariant == "VL1_lcm_boundary" ||
+           invariant == "VL3_group_intersection" || invariant == "FM2_tail_boundary" || invariant == "FM3_swa_window";
 }
 
 namespace {
@@ -75,7 +76,8 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
         out.push_back({name, entry_text(w, r, e) + " " + detail, e, std::move(detail)});
     };
     if (len % w.derived.lcm_tokens != 0) {
-        std::string detail = "resumes at " + std::to_string(len) + " tokens, not a multiple of the LCM block boundary " +
+        std::string detail = "resumes at " + std::to_string(len) +
+                             " tokens, not a multiple of the LCM block boundary " +
                              std::to_string(w.derived.lcm_tokens);
         std::string message = request_name(w, r) + " " + detail;
         out.push_back({"VL1_lcm_boundary", std::move(message), std::nullopt, std::move(detail)});
@@ -94,15 +96,18 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
             const bool window = grp.kind == GroupKind::swa || grp.kind == GroupKind::chunked;
             const bool tail = grp.kind == GroupKind::full && grp.segment_tokens != grp.block_tokens &&
                               n.start >= len / grp.segment_tokens * grp.segment_tokens;
-            const PlanEntry missing{kNone, 0, kNone, n.start, n.end, n.group, tail ? Form::uncompressed_tail : primary_form(grp)};
+            const PlanEntry missing{
+                kNone, 0, kNone, n.start, n.end, n.group, tail ? Form::uncompressed_tail : primary_form(grp)};
             out.push_back({window ? "FM3_swa_window" : "VL3_group_intersection",
                            request_name(w, r) + " resumes at " + std::to_string(len) + " but group " + grp.name +
-                               " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) + ")",
+                               " has nothing resumable for [" + std::to_string(n.start) + "," + std::to_string(n.end) +
+                               ")",
                            missing, "has nothing resumable for resume point " + std::to_string(len)});
             if (window)
-                out.push_back({"VL3_group_intersection",
-                               "group " + grp.name + " cannot resume at " + std::to_string(len) + " for " + request_name(w, r), missing,
-                               "cannot resume at " + std::to_string(len) + ": the window lacks this range"});
+                out.push_back(
+                    {"VL3_group_intersection",
+                     "group " + grp.name + " cannot resume at " + std::to_string(len) + " for " + request_name(w, r),
+                     missing, "cannot resume at " + std::to_string(len) + ": the window lacks this range"});
         }
     }
     for (const ReadFact& f : facts) {
@@ -110,18 +115,19 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
         if (e.end > len && w.group(e.group).kind != GroupKind::linear)
             fail_at("VL3_group_intersection", e, "reads past the common resume point " + std::to_string(len));
         if (f.present && !f.epoch_ok)
-            fail_at("RL3_toctou", e, "is read although its epoch changed since validation (" +
-                                         std::to_string(e.epoch) + " -> " + std::to_string(w.segments[e.segment].epoch) + ")");
+            fail_at("RL3_toctou", e,
+                    "is read although its epoch changed since validation (" + std::to_string(e.epoch) + " -> " +
+                        std::to_string(w.segments[e.segment].epoch) + ")");
         if (f.present && q.config_epoch_at_lookup != w.config_epoch)
             fail_at("RL3_toctou", e, "is read although the model config changed since validation");
         if (f.present && f.epoch_ok && !f.resident)
-            fail_at("FM5_resident", e, "is read while registered but not resident (stage " +
-                                           std::string(stage_name(w.segments[e.segment].stage)) + ")");
+            fail_at("FM5_resident", e,
+                    "is read while registered but not resident (stage " +
+                        std::string(stage_name(w.segments[e.segment].stage)) + ")");
         // Layout and index judge the segment the plan named; once its epoch moved on (its id may
         // even belong to another segment now) RL3 is what that read breaks.
         if (f.present && f.epoch_ok && !f.layout_ok) fail_at("VL2_layout", e, "is read by a kernel of another layout");
-        if (f.resident && !f.aligned)
-            fail_at("VL4_alignment", e, "is read at a misaligned address");
+        if (f.resident && !f.aligned) fail_at("VL4_alignment", e, "is read at a misaligned address");
         if (f.present && f.epoch_ok && !f.whole) fail_at("FM1_segment_whole", e, "is read with blocks missing");
         if (f.present && f.epoch_ok && !f.index_ok)
             fail_at("FM4_index_version", e, "routes over a KV version it was not built for");
@@ -132,16 +138,18 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
             const CacheGroup& grp = w.group(e.group);
             const std::uint32_t boundary = len / grp.segment_tokens * grp.segment_tokens;
             if (e.start < boundary)
-                fail_at("FM2_tail_boundary", e, "starts before the compression boundary " + std::to_string(boundary) +
-                                                    " of the resume point: whole compressed segments end there");
+                fail_at("FM2_tail_boundary", e,
+                        "starts before the compression boundary " + std::to_string(boundary) +
+                            " of the resume point: whole compressed segments end there");
             for (std::uint32_t x = 0; x < boundary; x += grp.segment_tokens) {
                 const bool have = std::any_of(facts.begin(), facts.end(), [&](const ReadFact& o) {
                     return o.present && o.entry.group == e.group && o.entry.form == Form::compressed_kv &&
                            o.entry.start <= x && x < o.entry.end;
                 });
                 if (!have) {
-                    fail_at("FM2_tail_boundary", e, "follows a gap: no compressed segment for [" +
-                                                        std::to_string(x) + "," + std::to_string(x + grp.segment_tokens) + ")");
+                    fail_at("FM2_tail_boundary", e,
+                            "follows a gap: no compressed segment for [" + std::to_string(x) + "," +
+                                std::to_string(x + grp.segment_tokens) + ")");
                     break;
                 }
             }
@@ -153,8 +161,9 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
             fail_at("RO1_rollout_scope", e, "is read although rollout is off (no prefix reuse)");
         if (f.present && f.epoch_ok && w.rollout == Rollout::intra_request &&
             w.owner_scope(w.segments[e.segment]) != q.spec->reuse_scope)
-            fail_at("RO1_rollout_scope", e, "was written by request " + std::to_string(w.owner_uid(w.segments[e.segment])) +
-                                                ", outside the reader's reuse scope (rollout intra-request)");
+            fail_at("RO1_rollout_scope", e,
+                    "was written by request " + std::to_string(w.owner_uid(w.segments[e.segment])) +
+                        ", outside the reader's reuse scope (rollout intra-request)");
     }
 }
 
@@ -163,7 +172,9 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
 constexpr std::uint32_t kCheckAhead = 16;
 constexpr std::size_t kFetchAheadCells = 1 << 14;
 
-bool writer_kept(const World& w, const Segment& s) { return s.writer < w.writers.size() && w.writers[s.writer].spec != nullptr; }
+bool writer_kept(const World& w, const Segment& s) {
+    return s.writer < w.writers.size() && w.writers[s.writer].spec != nullptr;
+}
 
 void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& out) {
     auto fail = [&](const char* name, std::string msg) { out.push_back({name, std::move(msg)}); };
@@ -189,16 +200,19 @@ void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& o
         const Slot& s = w.slots[id];
         if (s.owner == kNone) {
             if (listed[id] != 1)
-                fail("RL2_form_separation", slot_name(id) + " is free but in " + std::to_string(listed[id]) + " free lists");
+                fail("RL2_form_separation",
+                     slot_name(id) + " is free but in " + std::to_string(listed[id]) + " free lists");
             if (s.label != kNoLabel)
                 fail("RL2_form_separation", slot_name(id) + " is free but still carries the form label " +
                                                 std::string(form_name(static_cast<Form>(s.label))));
         } else {
             const Segment& seg = w.segments[s.owner];
             if (listed[id] != 0) fail("RL2_form_separation", slot_name(id) + " is owned and free at once");
-            if (!seg.live || seg.slot != id) fail("ST1_state_table", slot_name(id) + " is owned by a segment that does not hold it");
+            if (!seg.live || seg.slot != id)
+                fail("ST1_state_table", slot_name(id) + " is owned by a segment that does not hold it");
             else if (seg.form != s.pool)
-                fail("RL2_form_separation", slot_name(id) + " holds a " + std::string(form_name(seg.form)) + " segment");
+                fail("RL2_form_separation",
+                     slot_name(id) + " holds a " + std::string(form_name(seg.form)) + " segment");
         }
     }
     // ST1: the index and the state table agree; the byte accounting adds up.
@@ -227,7 +241,8 @@ void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& o
         }
         const bool tier_listed = w.limits.tier_eviction && s.stage == Stage::on_disk && s.pins == 0;
         if ((s.in_lru && s.slot == kNone) != tier_listed) {
-            fail("ST1_state_table", "segment " + std::to_string(id) + (tier_listed ? " is missing from" : " wrongly sits in") +
+            fail("ST1_state_table", "segment " + std::to_string(id) +
+                                        (tier_listed ? " is missing from" : " wrongly sits in") +
                                         " the host/disk tier's eviction list");
         }
         tier_members += s.in_lru && s.slot == kNone ? 1 : 0;
@@ -235,28 +250,32 @@ void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& o
         if (!writer_kept(w, s))
             fail("ST1_state_table", "segment " + std::to_string(id) + " names a writer that is no longer kept");
         else if (s.published && w.find(s.key, s.group, s.is_tail, w.segment_scope(s)) != id)
-            fail("ST1_state_table", "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
+            fail("ST1_state_table",
+                 "segment " + std::to_string(id) + " is marked published but the index points elsewhere");
     }
     w.index.for_each([&](std::uint64_t, std::uint32_t id) {
         if (id >= w.segments.size() || !w.segments[id].live || !w.segments[id].published)
-            fail("ST1_state_table", "the prefix index points at segment " + std::to_string(id) + ", which is not a live published entry");
+            fail("ST1_state_table",
+                 "the prefix index points at segment " + std::to_string(id) + ", which is not a live published entry");
     });
     if (live != w.live_segments) fail("ST1_state_table", "live segment count drifted");
     if (used != w.gpu_used_bytes)
-        fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " + std::to_string(used));
+        fail("ST1_state_table", "GPU bytes in use drifted: counted " + std::to_string(w.gpu_used_bytes) + ", actual " +
+                                    std::to_string(used));
     // A pool's bytes in use against what its members add up to, and against its capacity.
     const auto check_pool = [&](const char* pool, std::uint64_t counted, std::uint64_t actual, std::uint64_t capacity) {
         if (counted != actual)
-            fail("ST1_state_table", std::string(pool) + " bytes in use drifted: counted " + std::to_string(counted) + ", actual " +
-                                        std::to_string(actual));
+            fail("ST1_state_table", std::string(pool) + " bytes in use drifted: counted " + std::to_string(counted) +
+                                        ", actual " + std::to_string(actual));
         if (counted > capacity)
-            fail("ST1_state_table", std::string(pool) + " holds " + std::to_string(counted) + " bytes, over its capacity " +
-                                        std::to_string(capacity));
+            fail("ST1_state_table", std::string(pool) + " holds " + std::to_string(counted) +
+                                        " bytes, over its capacity " + std::to_string(capacity));
     };
     check_pool("the host/disk tier", w.disk_used_bytes, disk_used, w.limits.disk_capacity_bytes);
     check_pool("host memory", w.host_used_bytes, host_used, w.limits.host_capacity_bytes);
     std::uint32_t walked = 0;
-    for (std::uint32_t id = w.disk_lru_head, prev = kNone; id != kNone && walked <= tier_members; id = w.segments[id].lru_next) {
+    for (std::uint32_t id = w.disk_lru_head, prev = kNone; id != kNone && walked <= tier_members;
+         id = w.segments[id].lru_next) {
         if (!w.segments[id].in_lru || w.segments[id].slot != kNone || w.segments[id].lru_prev != prev) break;
         prev = id;
         ++walked;
@@ -267,13 +286,15 @@ void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& o
     walked = 0;
     for (std::uint32_t d = w.host_head, prev = kNone; d != kNone && walked <= host_members; d = w.disk[d].host_next) {
         const DiskObject& copy = w.disk[d];
-        if (copy.on_host == 0 || copy.host_prev != prev || copy.owner >= w.segments.size() || w.segments[copy.owner].disk != d) break;
+        if (copy.on_host == 0 || copy.host_prev != prev || copy.owner >= w.segments.size() ||
+            w.segments[copy.owner].disk != d)
+            break;
         prev = d;
         ++walked;
     }
     if (walked != host_members)
-        fail("ST1_state_table", "host memory's list links " + std::to_string(walked) + " of the " + std::to_string(host_members) +
-                                    " copies resting there");
+        fail("ST1_state_table", "host memory's list links " + std::to_string(walked) + " of the " +
+                                    std::to_string(host_members) + " copies resting there");
     // ST1: a live load names no request (it stopped waiting) or one that waits on it, and a
     // request's pending loads are the live loads that name it.
     std::vector<std::uint32_t>& loads = scratch.loads;  // live loads per request
@@ -282,9 +303,10 @@ void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& o
         const IoOp& op = w.io[i];
         if (!op.live || op.kind != IoKind::load || op.request == kNone) continue;
         if (op.request >= w.requests.size() || w.requests[op.request].phase != Phase::waiting_io)
-            fail("ST1_state_table", "load " + std::to_string(i) + " names " + request_name(w, op.request) +
-                                        ", which does not wait on it");
-        else ++loads[op.request];
+            fail("ST1_state_table",
+                 "load " + std::to_string(i) + " names " + request_name(w, op.request) + ", which does not wait on it");
+        else
+            ++loads[op.request];
     }
     for (std::uint32_t r = 0; r < w.requests.size(); ++r)
         if (w.requests[r].pending_loads != loads[r])
@@ -309,7 +331,8 @@ void check_structure(const World& w, Scratch& scratch, std::vector<Violation>& o
             const Segment& s = w.segments[ref.segment];
             if (!s.live || s.slot != ref.slot || w.slots[ref.slot].address != ref.address)
                 fail("RL4_graph_topology", "the graph captured for " + request_name(w, r) + " references segment " +
-                                               std::to_string(ref.segment) + " at an address that has moved or been freed");
+                                               std::to_string(ref.segment) +
+                                               " at an address that has moved or been freed");
         }
     }
 }
@@ -391,7 +414,8 @@ void read_facts_into(const World& w, std::uint32_t r, std::vector<ReadFact>& fac
 const std::vector<InvariantInfo>& invariant_catalogue() {
     static const std::vector<InvariantInfo> all = {
         {"RL1_admission_cap", "all resident forms plus the state table stay within the GPU budget"},
-        {"RL2_form_separation", "one free list per form; a free block carries no form label and sits in exactly one list"},
+        {"RL2_form_separation",
+         "one free list per form; a free block carries no form label and sits in exactly one list"},
         {"RL3_toctou", "no read of a segment whose epoch changed since it was validated"},
         {"RL4_graph_topology", "no address referenced by a live captured graph moves or is freed without recapture"},
         {"VL1_lcm_boundary", "every resume length lies on the LCM of all groups' block sizes"},
@@ -404,7 +428,8 @@ const std::vector<InvariantInfo>& invariant_catalogue() {
         {"FM4_index_version", "an index read was built over the KV version being read"},
         {"FM5_resident", "a segment read is resident on the GPU, not just registered"},
         {"OR1_ground_truth", "every resume reads content equal to the ground truth"},
-        {"RO1_rollout_scope", "no resume reads an entry outside the rollout mode's reuse scope (off: none; intra-request: the request's own and its sampled answers')"},
+        {"RO1_rollout_scope", "no resume reads an entry outside the rollout mode's reuse scope (off: none; "
+                              "intra-request: the request's own and its sampled answers')"},
         {"ST1_state_table", "the prefix index, slots and byte accounting agree with the state table"},
         {"ST2_pins", "pin counts equal the holds requests keep"},
     };
@@ -423,15 +448,16 @@ std::string invariant_names() {
     return out;
 }
 
-void check_invariants(const World& w, const StepOutcome& outcome, const std::vector<ReadFact>& facts, bool structural, Scratch& scratch,
-                      std::vector<Violation>& out) {
+void check_invariants(const World& w, const StepOutcome& outcome, const std::vector<ReadFact>& facts, bool structural,
+                      Scratch& scratch, std::vector<Violation>& out) {
     if (w.gpu_used_bytes > w.limits.gpu_budget_bytes)
-        out.push_back({"RL1_admission_cap", "GPU bytes in use " + std::to_string(w.gpu_used_bytes) + " exceed the budget " +
-                                                std::to_string(w.limits.gpu_budget_bytes)});
+        out.push_back({"RL1_admission_cap", "GPU bytes in use " + std::to_string(w.gpu_used_bytes) +
+                                                " exceed the budget " + std::to_string(w.limits.gpu_budget_bytes)});
     if (w.cross_form_reuse > 0)
         out.push_back({"RL2_form_separation", "a block of one form's pool was handed out for another form"});
     if (w.moved_under_graph > 0 || outcome.graph_moved)
-        out.push_back({"RL4_graph_topology", "a segment referenced by a live captured graph was moved or freed without recapture"});
+        out.push_back({"RL4_graph_topology",
+                       "a segment referenced by a live captured graph was moved or freed without recapture"});
     if (outcome.read_request != kNone) check_read(w, outcome.read_request, facts, out);
     if (structural) check_structure(w, scratch, out);
 }

@@ -34,15 +34,15 @@ struct Violation {
 // What one planned read actually touches, judged against the ground truth rather than the policy.
 struct ReadFact {
     PlanEntry entry;
-    std::uint64_t expected = 0;   // ground-truth tag for what the reader believes it reads
-    std::uint64_t actual = 0;     // tag of the bytes it really reads
-    bool present = false;         // a segment is registered for the range
-    bool epoch_ok = false;        // RL3: same segment, same epoch as at validation
-    bool resident = false;        // FM5: on the GPU, in the slot the reader uses
-    bool layout_ok = false;       // VL2
-    bool aligned = false;         // VL4
-    bool whole = false;           // FM1
-    bool index_ok = true;         // FM4 (indexer entries)
+    std::uint64_t expected = 0;  // ground-truth tag for what the reader believes it reads
+    std::uint64_t actual = 0;    // tag of the bytes it really reads
+    bool present = false;        // a segment is registered for the range
+    bool epoch_ok = false;       // RL3: same segment, same epoch as at validation
+    bool resident = false;       // FM5: on the GPU, in the slot the reader uses
+    bool layout_ok = false;      // VL2
+    bool aligned = false;        // VL4
+    bool whole = false;          // FM1
+    bool index_ok = true;        // FM4 (indexer entries)
 };
 
 // What each entry of a read's plan holds, against the ground truth; the second form reuses `out`.
@@ -69,7 +69,7 @@ std::string invariant_names();
 // are read_facts of outcome.read_request when the step read (else ignored). `structural` adds
 // the O(state) checks (RL2, ST1), which debug runs and explorers always enable. Drivers call it
 // through model::Driver (model/driver.hpp), which keeps the facts and the scratch.
-void check_invariants(const World& world, const StepOutcome& outcome, const std::vector<ReadFact>& facts, bool structural, Scratch& scratch,
-                      std::vector<Violation>& out);
+void check_invariants(const World& world, const StepOutcome& outcome, const std::vector<ReadFact>& facts,
+                      bool structural, Scratch& scratch, std::vector<Violation>& out);
 
 }  // namespace kvcheck::model

@@ -38,7 +38,7 @@ struct FindGroup {
     std::uint32_t block_tokens;
     std::size_t first_chunk;  // its first entry in walks_
     std::uint32_t chunk_tokens;
-    std::uint32_t chunks;     // 0 for a group of single units
+    std::uint32_t chunks;  // 0 for a group of single units
 };
 struct Answer {
     std::uint32_t id;     // the index's answer, kUnknown until asked
@@ -58,7 +58,6 @@ struct Piece {
     std::uint32_t until;
     std::uint32_t id;
 };
-
 
 }  // namespace
 
@@ -138,7 +137,8 @@ public:
         const FindGroup& grp = groups_[g];
         const std::uint32_t chunk = x / grp.chunk_tokens;
         if (chunk >= grp.chunks)
-            return model::covering(w_, g, x, [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
+            return model::covering(w_, g, x,
+                                   [this](std::uint8_t group, std::uint32_t s) { return starting(group, s); });
         Walk& walk = walks_[grp.first_chunk + chunk];
         if (walk.first == kUnknown) start_walk(g, chunk * grp.chunk_tokens, walk);
         for (std::uint32_t i = walk.first; i < walk.first + walk.count; ++i)
@@ -207,14 +207,18 @@ public:
           accept_all_(accept_all) {}
 
     // Is group g resumable at exactly `len` tokens? Appends what it would read to `plan`.
-    Check check(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads) const {
+    Check check(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan,
+                std::vector<std::uint32_t>* loads) const {
         if (len == 0) return {};
         const CacheGroup& grp = w_.group(g);
         switch (grp.kind) {
             case GroupKind::full: return check_full(g, len, plan, loads);
-            case GroupKind::swa: return check_window(g, len, len > grp.window_tokens ? len - grp.window_tokens : 0, plan, loads);
-            case GroupKind::chunked: return check_window(g, len, len / grp.window_tokens * grp.window_tokens, plan, loads);
-            case GroupKind::indexer: return check_blocks(g, 0, len / grp.block_tokens * grp.block_tokens, Form::indexer_state, plan, loads);
+            case GroupKind::swa:
+                return check_window(g, len, len > grp.window_tokens ? len - grp.window_tokens : 0, plan, loads);
+            case GroupKind::chunked:
+                return check_window(g, len, len / grp.window_tokens * grp.window_tokens, plan, loads);
+            case GroupKind::indexer:
+                return check_blocks(g, 0, len / grp.block_tokens * grp.block_tokens, Form::indexer_state, plan, loads);
             case GroupKind::linear: return check_linear(g, len, plan, loads);
         }
         KV_UNREACHABLE("group kind");
@@ -259,8 +263,8 @@ private:
         if (s.kv_version != w_.kv_version) return MissReason::version;
         if (d_.whole_segment_check && (!s.whole || s.stage == Stage::evicting)) return MissReason::partial_segment;
         if (d_.layout_check && s.layout_id != w_.current_layout(g)) return MissReason::layout;
-        const bool resident = s.slot != kNone && (s.stage == Stage::ready || s.stage == Stage::offloading ||
-                                                  s.stage == Stage::evicting);
+        const bool resident =
+            s.slot != kNone && (s.stage == Stage::ready || s.stage == Stage::offloading || s.stage == Stage::evicting);
         if (!resident && d_.residency_check) {
             if (r_.load_failed) return MissReason::load_failed;
             if (!io_mode_ || s.stage != Stage::on_disk) return MissReason::not_resident;
@@ -268,7 +272,8 @@ private:
             const bool comes_with_kv = w_.group(g).kind == GroupKind::indexer && !d_.restore_index_with_kv;
             if (!comes_with_kv) *needs_load = true;
         }
-        if (resident && d_.alignment_check && w_.slots[s.slot].address % kAlignBytes != 0) return MissReason::misaligned;
+        if (resident && d_.alignment_check && w_.slots[s.slot].address % kAlignBytes != 0)
+            return MissReason::misaligned;
         if (!units_retained(w_, s, start, end)) return MissReason::window_expired;
         if (w_.group(g).kind == GroupKind::indexer && d_.index_version_check) {
             // The KV the index routes over: what the prefix index publishes for every unit read.
@@ -298,15 +303,13 @@ private:
             out->at = bad;
             return false;
         }
-        if (plan != nullptr)
-            plan->push_back(entry_for(id, start, end, g, form));
+        if (plan != nullptr) plan->push_back(entry_for(id, start, end, g, form));
         if (needs_load && loads != nullptr) loads->push_back(id);
         return true;
     }
 
-    Check check_blocks(std::uint8_t g, std::uint32_t from, std::uint32_t to, Form form,
-                       std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads,
-                       MissReason missing = MissReason::not_cached) const {
+    Check check_blocks(std::uint8_t g, std::uint32_t from, std::uint32_t to, Form form, std::vector<PlanEntry>* plan,
+                       std::vector<std::uint32_t>* loads, MissReason missing = MissReason::not_cached) const {
         const std::uint32_t block = w_.group(g).block_tokens;
         // The keys are consecutive and known in advance: fetch a batch of index cells at once.
         if (w_.extent_units[g] == 1)
@@ -331,10 +334,11 @@ private:
         return c;
     }
 
-    Check check_full(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads) const {
+    Check check_full(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan,
+                     std::vector<std::uint32_t>* loads) const {
         const CacheGroup& grp = w_.group(g);
         const std::uint32_t seg_len = grp.segment_tokens;
-        const std::uint32_t boundary = len / seg_len * seg_len;            // compression boundary at len
+        const std::uint32_t boundary = len / seg_len * seg_len;               // compression boundary at len
         const std::uint32_t end = len / grp.block_tokens * grp.block_tokens;  // a partial block is never read
         if (seg_len == grp.block_tokens) return check_blocks(g, 0, end, Form::compressed_kv, plan, loads);
         Check c;
@@ -344,7 +348,8 @@ private:
             // The tail blocks from the boundary on: each single block is anchored at the boundary
             // below its start (World::anchor_of), this one.
             for (std::uint32_t x = boundary; x < end; x += grp.block_tokens)
-                if (!take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens, plan, loads, &c))
+                if (!take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x,
+                          x + grp.block_tokens, plan, loads, &c))
                     return c;
             return c;
         }
@@ -365,8 +370,8 @@ private:
         }
         take_pieces(g, Form::compressed_kv, 0, boundary, plan, loads);
         for (std::uint32_t x = tail_start; x < end; x += grp.block_tokens)
-            take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens,
-                 plan, loads, &c);
+            take(finds_.find(x + grp.block_tokens, g, true), g, Form::uncompressed_tail, x, x + grp.block_tokens, plan,
+                 loads, &c);
         return c;
     }
 
@@ -381,8 +386,8 @@ private:
         Check c;
         if (end == 0 || end <= window_start) return c;
         const Hit last = finds_.covering(g, end - block);
-        if (!take(last.covers(end - block) ? last.id : kNone, g, Form::swa_window, end - block, end, nullptr, nullptr, &c,
-                  MissReason::window_expired))
+        if (!take(last.covers(end - block) ? last.id : kNone, g, Form::swa_window, end - block, end, nullptr, nullptr,
+                  &c, MissReason::window_expired))
             return c;
         if (plan == nullptr) return c;
         for (std::uint32_t x = window_start / block * block; x < end;) {
@@ -397,7 +402,8 @@ private:
         return c;
     }
 
-    Check check_linear(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan, std::vector<std::uint32_t>* loads) const {
+    Check check_linear(std::uint8_t g, std::uint32_t len, std::vector<PlanEntry>* plan,
+                       std::vector<std::uint32_t>* loads) const {
         // State of a recurrent layer exists only at exact checkpoint positions. A grain finer than
         // the group's block (the `no-lcm` mutant) reads the deepest checkpoint below len as if it
         // were the state at len.
@@ -429,7 +435,8 @@ std::uint32_t hash_hit_length(const World& world, PrefixFinds& finds, std::uint3
     const std::uint32_t segments_cap = cap / grp.segment_tokens * grp.segment_tokens;
     for (Hit hit = finds.covering(g, 0); len < segments_cap && hit.covers(len); hit = finds.next_at(g, len))
         len = std::min(segments_cap, hit.until);
-    while (len + grp.block_tokens <= cap && finds.find(len + grp.block_tokens, g, true) != kNone) len += grp.block_tokens;
+    while (len + grp.block_tokens <= cap && finds.find(len + grp.block_tokens, g, true) != kNone)
+        len += grp.block_tokens;
     return len;
 }
 
@@ -440,8 +447,8 @@ struct Outcome {
     std::vector<std::uint32_t> loads;
 };
 
-Outcome settle(const World& world, const Request& request, PrefixFinds& finds, std::uint32_t start_len, std::uint32_t grain,
-               bool io_mode) {
+Outcome settle(const World& world, const Request& request, PrefixFinds& finds, std::uint32_t start_len,
+               std::uint32_t grain, bool io_mode) {
     const Defenses& d = world.defenses;
     const auto groups = static_cast<std::uint8_t>(world.config->groups.size());
     Outcome out;
@@ -509,7 +516,8 @@ LookupResult lookup(const World& world, const Request& request, Scratch& scratch
     if (world.rollout == Rollout::off && d.rollout_scope) {
         const std::uint32_t grain = resume_grain(world);
         if (result.hash_hit_len > 0)
-            result.misses.push_back({primary_group(world), Form::compressed_kv, MissReason::rollout, result.hash_hit_len / grain * grain});
+            result.misses.push_back(
+                {primary_group(world), Form::compressed_kv, MissReason::rollout, result.hash_hit_len / grain * grain});
         return result;
     }
     if (d.hash_hit_is_enough) {
@@ -541,9 +549,12 @@ LookupResult lookup(const World& world, const Request& request, Scratch& scratch
     result.recompute_from = now.len;
     result.misses = std::move(now.misses);
     result.plan = std::move(now.plan);
-    if (now.len == 0) result.verdict = VerdictKind::full_recompute;
-    else if (now.len >= start_len) result.verdict = VerdictKind::resumable;
-    else result.verdict = VerdictKind::partial_recompute;
+    if (now.len == 0)
+        result.verdict = VerdictKind::full_recompute;
+    else if (now.len >= start_len)
+        result.verdict = VerdictKind::resumable;
+    else
+        result.verdict = VerdictKind::partial_recompute;
     return result;
 }
 

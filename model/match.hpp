@@ -12,12 +12,12 @@ namespace kvcheck::model {
 
 struct LookupResult {
     VerdictKind verdict = VerdictKind::full_recompute;
-    std::uint32_t hash_hit_len = 0;   // what a plain hash lookup on the primary group reports
-    std::uint32_t resume_len = 0;     // tokens that will be read from cache (after loads, for io_wait)
-    std::uint32_t recompute_from = 0; // first token recomputed
-    std::vector<Miss> misses;         // why the usable length is below the hash hit, per group and form
-    std::vector<PlanEntry> plan;      // what to read at resume_len
-    std::vector<std::uint32_t> loads; // segments to bring back before the read (io_wait)
+    std::uint32_t hash_hit_len = 0;    // what a plain hash lookup on the primary group reports
+    std::uint32_t resume_len = 0;      // tokens that will be read from cache (after loads, for io_wait)
+    std::uint32_t recompute_from = 0;  // first token recomputed
+    std::vector<Miss> misses;          // why the usable length is below the hash hit, per group and form
+    std::vector<PlanEntry> plan;       // what to read at resume_len
+    std::vector<std::uint32_t> loads;  // segments to bring back before the read (io_wait)
 };
 
 // Pure: reads the world, changes nothing; works in `scratch`'s buffers.

@@ -67,9 +67,8 @@ Derived derive(const ModelConfig& config) {
         const Form form = primary_form(g);
         d.form_present[static_cast<int>(form)] = true;
         const std::uint64_t ratio = std::max<std::uint32_t>(1, g.compress_ratio);
-        const std::uint64_t per_token = g.kind == GroupKind::linear
-                                            ? 0
-                                            : std::uint64_t{g.bytes_per_token_layer} * g.layers / ratio;
+        const std::uint64_t per_token =
+            g.kind == GroupKind::linear ? 0 : std::uint64_t{g.bytes_per_token_layer} * g.layers / ratio;
         d.bytes_per_token_by_form[static_cast<int>(form)] += per_token;
         if (g.kind == GroupKind::full && g.segment_tokens > g.block_tokens) {
             d.form_present[static_cast<int>(Form::uncompressed_tail)] = true;
@@ -81,7 +80,8 @@ Derived derive(const ModelConfig& config) {
     d.form_present[static_cast<int>(Form::on_disk_prefix)] = true;
     for (Form f : kAllForms)
         if (f != Form::on_disk_prefix)
-            d.bytes_per_token_by_form[static_cast<int>(Form::on_disk_prefix)] += d.bytes_per_token_by_form[static_cast<int>(f)];
+            d.bytes_per_token_by_form[static_cast<int>(Form::on_disk_prefix)] +=
+                d.bytes_per_token_by_form[static_cast<int>(f)];
     return d;
 }
 
@@ -149,28 +149,37 @@ std::vector<ModelConfig> build_presets() {
                    "(132 B/token/layer, top-k 2048) sharing the 64-token block table",
                    {full_group("mla", 61, 64, 64, 1, 656, 1), indexer_group("indexer", 61, 64, 132, 2048, 0)},
                    12'000});
-    all.push_back({"deepseek-v4",
-                   "DeepSeek-V4: c4 (4x compressed, sparse, indexer top-512) and c128 (128x compressed) "
-                   "groups, every layer also SWA 128, 256-token logical block, fp8 entry 584 B; a logical "
-                   "block holds whole compression segments, so block-aligned resumes need no raw tail",
-                   {full_group("c4", 31, 256, 256, 4, 584, 1), full_group("c128", 30, 256, 256, 128, 584, 1),
-                    window_group("swa", GroupKind::swa, 61, 64, 128, 584, 2),
-                    indexer_group("indexer", 31, 256, 132, 512, 0)},
-                   15'000});
-    all.push_back({"gemma3-27b", "Gemma 3 27B: 52 SWA-1024 layers and 10 full layers, 8,192 B/token/layer",
-                   {window_group("swa", GroupKind::swa, 52, 64, 1024, 8192, 2), full_group("full", 10, 64, 64, 1, 8192, 1)},
-                   9'000});
-    all.push_back({"gpt-oss-120b", "gpt-oss-120b: 18 SWA-128 and 18 full layers alternating, 2,048 B/token/layer",
-                   {window_group("swa", GroupKind::swa, 18, 64, 128, 2048, 2), full_group("full", 18, 64, 64, 1, 2048, 1)},
-                   25'000});
-    all.push_back({"llama4-scout", "Llama 4 Scout: 36 chunked-attention layers (chunk 8192) and 12 full layers, 4,096 B/token/layer",
-                   {window_group("chunked", GroupKind::chunked, 36, 256, 8192, 4096, 2), full_group("full", 12, 256, 256, 1, 4096, 1)},
+    all.push_back(
+        {"deepseek-v4",
+         "DeepSeek-V4: c4 (4x compressed, sparse, indexer top-512) and c128 (128x compressed) "
+         "groups, every layer also SWA 128, 256-token logical block, fp8 entry 584 B; a logical "
+         "block holds whole compression segments, so block-aligned resumes need no raw tail",
+         {full_group("c4", 31, 256, 256, 4, 584, 1), full_group("c128", 30, 256, 256, 128, 584, 1),
+          window_group("swa", GroupKind::swa, 61, 64, 128, 584, 2), indexer_group("indexer", 31, 256, 132, 512, 0)},
+         15'000});
+    all.push_back(
+        {"gemma3-27b",
+         "Gemma 3 27B: 52 SWA-1024 layers and 10 full layers, 8,192 B/token/layer",
+         {window_group("swa", GroupKind::swa, 52, 64, 1024, 8192, 2), full_group("full", 10, 64, 64, 1, 8192, 1)},
+         9'000});
+    all.push_back(
+        {"gpt-oss-120b",
+         "gpt-oss-120b: 18 SWA-128 and 18 full layers alternating, 2,048 B/token/layer",
+         {window_group("swa", GroupKind::swa, 18, 64, 128, 2048, 2), full_group("full", 18, 64, 64, 1, 2048, 1)},
+         25'000});
+    all.push_back({"llama4-scout",
+                   "Llama 4 Scout: 36 chunked-attention layers (chunk 8192) and 12 full layers, 4,096 B/token/layer",
+                   {window_group("chunked", GroupKind::chunked, 36, 256, 8192, 4096, 2),
+                    full_group("full", 12, 256, 256, 1, 4096, 1)},
                    18'000});
-    all.push_back({"qwen3-next", "Qwen3-Next-80B: 36 Gated DeltaNet layers (fp32 recurrent state, checkpoints only at "
-                   "784-token block boundaries) and 12 gated attention layers, 2,048 B/token/layer",
-                   {linear_group("deltanet", 36, 784, 2 * 1024 * 1024), full_group("attention", 12, 784, 784, 1, 2048, 1)},
-                   30'000});
-    all.push_back({"toy", "Small hybrid model for tests and exhaustive checks: two full groups (plain, and 4x "
+    all.push_back(
+        {"qwen3-next",
+         "Qwen3-Next-80B: 36 Gated DeltaNet layers (fp32 recurrent state, checkpoints only at "
+         "784-token block boundaries) and 12 gated attention layers, 2,048 B/token/layer",
+         {linear_group("deltanet", 36, 784, 2 * 1024 * 1024), full_group("attention", 12, 784, 784, 1, 2048, 1)},
+         30'000});
+    all.push_back({"toy",
+                   "Small hybrid model for tests and exhaustive checks: two full groups (plain, and 4x "
                    "compressed with 64-token segments), SWA 32, an indexer over the plain group and a "
                    "linear-state group with 32-token checkpoints",
                    {full_group("c1", 2, 16, 16, 1, 64, 1), full_group("c4", 2, 16, 64, 4, 64, 1),
@@ -214,7 +223,8 @@ std::string config_problem(const ModelConfig& config) {
                 return where + "indexed_group must name a full group";
             const CacheGroup& kv = config.groups[static_cast<std::size_t>(g.indexed_group)];
             if (kv.block_tokens != g.block_tokens || kv.segment_tokens != kv.block_tokens)
-                return where + "the indexed group must have segment_tokens == block_tokens == the indexer's block_tokens";
+                return where +
+                       "the indexed group must have segment_tokens == block_tokens == the indexer's block_tokens";
         }
         if (g.kind == GroupKind::linear && g.state_bytes_layer == 0)
             return where + "a linear group needs state_bytes_layer > 0";

@@ -21,19 +21,19 @@ enum class Form : std::uint8_t {
     linear_state,
 };
 inline constexpr int kFormCount = 6;
-inline constexpr std::array<Form, kFormCount> kAllForms = {
-    Form::compressed_kv, Form::uncompressed_tail, Form::swa_window,
-    Form::indexer_state, Form::on_disk_prefix,   Form::linear_state};
+inline constexpr std::array<Form, kFormCount> kAllForms = {Form::compressed_kv,  Form::uncompressed_tail,
+                                                           Form::swa_window,     Form::indexer_state,
+                                                           Form::on_disk_prefix, Form::linear_state};
 std::string_view form_name(Form form);
 std::optional<Form> form_from_name(std::string_view name);
 
 // How a group's layers attend; decides which forms the group stores and what "resumable" means.
 enum class GroupKind : std::uint8_t {
-    full,        // full-history KV; compress_ratio 1 is plain attention, >1 compresses per segment
-    swa,         // sliding window of window_tokens
-    chunked,     // local attention inside fixed chunks of window_tokens
-    indexer,     // sparse-routing index over another group's KV
-    linear,      // recurrent / linear-attention state, checkpointed at exact positions
+    full,     // full-history KV; compress_ratio 1 is plain attention, >1 compresses per segment
+    swa,      // sliding window of window_tokens
+    chunked,  // local attention inside fixed chunks of window_tokens
+    indexer,  // sparse-routing index over another group's KV
+    linear,   // recurrent / linear-attention state, checkpointed at exact positions
 };
 inline constexpr std::size_t kGroupKinds = static_cast<std::size_t>(GroupKind::linear) + 1;
 inline constexpr std::size_t kMaxGroups = 16;  // config_problem() refuses more; a segment stores its group in 4 bits
@@ -51,8 +51,8 @@ struct CacheGroup {
     std::uint32_t bytes_per_token_layer = 0;
     std::uint32_t state_bytes_layer = 0;  // linear: fixed-size recurrent state per checkpoint
     std::uint32_t indexer_top_k = 0;
-    int indexed_group = -1;             // indexer: which group's KV it routes over
-    std::uint16_t layout_id = 1;        // kernel layout the group's blocks are written in
+    int indexed_group = -1;       // indexer: which group's KV it routes over
+    std::uint16_t layout_id = 1;  // kernel layout the group's blocks are written in
 };
 
 struct ModelConfig {
@@ -64,10 +64,10 @@ struct ModelConfig {
 
 // A group's stored sizes, precomputed so that sizing the usual entry needs no division.
 struct GroupBytes {
-    std::uint32_t usual_tokens = 0;  // the length almost every entry has: a segment (full) or a block
-    std::uint64_t usual_bytes = 0;   // segment_bytes(group, usual_tokens)
+    std::uint32_t usual_tokens = 0;         // the length almost every entry has: a segment (full) or a block
+    std::uint64_t usual_bytes = 0;          // segment_bytes(group, usual_tokens)
     std::uint64_t raw_bytes_per_token = 0;  // uncompressed, over all layers: what a tail block costs per token
-    bool size_fixed = false;         // linear state: a checkpoint costs the same at every position
+    bool size_fixed = false;                // linear state: a checkpoint costs the same at every position
 };
 
 // Derived figures, computed once per config.

@@ -56,7 +56,8 @@ std::uint32_t resumable_blocks(const World& world, std::uint8_t g, std::uint32_t
     const std::uint64_t kept = kept_blocks * block;
     const auto upto = [&](std::uint64_t x) {  // readable block ends in (0, x]
         const std::uint64_t periods = x / grain;
-        std::uint64_t n = std::min(periods, early) * (grain / block) + (periods > early ? periods - early : 0) * kept_blocks;
+        std::uint64_t n =
+            std::min(periods, early) * (grain / block) + (periods > early ? periods - early : 0) * kept_blocks;
         const std::uint64_t base = periods * grain;
         const std::uint64_t next = base + grain;
         const std::uint64_t low = next < window ? base : std::max(base, next - kept);

@@ -12,8 +12,8 @@ namespace {
 
 // A trip wire for World's layout on the platform CI builds (Debian 12, libstdc++, x86-64): a
 // field added to World or Request must be added to encode and decode below, then here.
-// (World::derived, grain_tokens, extent_units, extent_step and window_periods, the writers table and Request::writer are fixed from a run's initial
-// World on, like the request specs: requests are added at the start and never released.)
+// (World::derived, grain_tokens, extent_units, extent_step and window_periods, the writers table and Request::writer
+// are fixed from a run's initial World on, like the request specs: requests are added at the start and never released.)
 static_assert(sizeof(void*) != 8 || sizeof(World) == 1112, "World changed: update model/snapshot.cpp");
 static_assert(sizeof(void*) != 8 || sizeof(Request) == 128, "Request changed: update model/snapshot.cpp");
 

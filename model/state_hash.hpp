@@ -19,7 +19,8 @@ namespace detail {
 // difference in one word cannot be cancelled by the same bit in a later word. The chain
 // rotation below is register renaming once inlined.
 struct HashAccumulator {
-    std::uint64_t l0 = 0x6b76636865636bULL, l1 = 0x9e3779b97f4a7c15ULL, l2 = 0xbf58476d1ce4e5b9ULL, l3 = 0x94d049bb133111ebULL;
+    std::uint64_t l0 = 0x6b76636865636bULL, l1 = 0x9e3779b97f4a7c15ULL, l2 = 0xbf58476d1ce4e5b9ULL,
+                  l3 = 0x94d049bb133111ebULL;
     void add(std::uint64_t x) {
         const std::uint64_t h = std::rotl((l0 ^ x) * 0xff51afd7ed558ccdULL, 29);
         l0 = l1;
@@ -56,9 +57,9 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
               (std::uint64_t{s.data_version()} << 32) | (std::uint64_t{s.indexed_version()} << 16) | s.graph_refs);
         a.add((std::uint64_t{s.slot} << 32) | s.disk);
         a.add((std::uint64_t{s.pins} << 48) | (std::uint64_t{s.layout_id} << 32) | (std::uint64_t{s.group} << 24) |
-              (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) | (std::uint64_t{static_cast<std::uint8_t>(s.form)} << 8) |
-              (std::uint64_t{s.published} << 3) | (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1) |
-              std::uint64_t{s.shed});
+              (std::uint64_t{static_cast<std::uint8_t>(s.stage)} << 16) |
+              (std::uint64_t{static_cast<std::uint8_t>(s.form)} << 8) | (std::uint64_t{s.published} << 3) |
+              (std::uint64_t{s.whole} << 2) | (std::uint64_t{s.is_tail} << 1) | std::uint64_t{s.shed});
     });
     for (std::uint32_t head : w.lru_head) {  // LRU order decides future evictions
         for (std::uint32_t id = head; id != kNone; id = w.segments[id].lru_next) a.add(label(id));
@@ -92,8 +93,8 @@ std::uint64_t hash_state(const World& w, ForEachLive&& for_each_live, Label&& la
     for (const Request& r : w.requests) {
         a.add((std::uint64_t{static_cast<std::uint8_t>(r.phase)} << 56) | (std::uint64_t{r.pos} << 24) | r.resume_len);
         // The verdict and hash-hit length are reports, not state: they never steer a later step.
-        a.add((std::uint64_t{r.pending_loads} << 16) | (std::uint64_t{r.lookups} << 8) | (std::uint64_t{r.gave_up_waiting} << 5) |
-              (std::uint64_t{r.load_failed} << 4) |
+        a.add((std::uint64_t{r.pending_loads} << 16) | (std::uint64_t{r.lookups} << 8) |
+              (std::uint64_t{r.gave_up_waiting} << 5) | (std::uint64_t{r.load_failed} << 4) |
               (std::uint64_t{r.uncached} << 3) | (r.config_epoch_at_lookup == w.config_epoch ? 1 : 0));
         for (const PlanEntry& p : r.plan) {
             const bool fresh = p.segment != kNone && w.segments[p.segment].epoch == p.epoch;

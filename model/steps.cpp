@@ -132,7 +132,8 @@ void do_lookup(World& w, std::uint32_t r, StepOutcome& out, Scratch& scratch) {
         q.pending_loads = 0;
         for (std::uint32_t id : res.loads)
             if (start_load(w, r, id, out)) ++q.pending_loads;
-        if (q.pending_loads > 0) q.phase = Phase::waiting_io;
+        if (q.pending_loads > 0)
+            q.phase = Phase::waiting_io;
         else {
             q.load_failed = true;
             q.plan.clear();
@@ -187,19 +188,22 @@ void split_for_plan(World& w, Request& q, StepOutcome& out) {
         for (const std::uint32_t at : {e.end, e.start}) {
             const std::uint32_t id = q.plan[i].segment;
             const Segment& s = w.segments[id];
-            if (at <= w.start_of(s) || at >= s.end || s.pins != 0 || s.graph_refs != 0) continue;  // (split_segment's cheap checks first)
+            if (at <= w.start_of(s) || at >= s.end || s.pins != 0 || s.graph_refs != 0)
+                continue;  // (split_segment's cheap checks first)
             // Every plan that validated the extent as it is now follows the split (the bytes stay
             // where they are), unless one reads across the split point. A plan that names the id
             // at an older epoch read something else and stays stale.
             const std::uint32_t epoch = s.epoch;
             const auto current = [&](const PlanEntry& o) { return o.segment == id && o.epoch == epoch; };
             const auto straddles = [&](const PlanEntry& o) { return current(o) && o.start < at && at < o.end; };
-            if (std::any_of(w.requests.begin(), w.requests.end(),
-                            [&](const Request& other) { return std::any_of(other.plan.begin(), other.plan.end(), straddles); }))
+            if (std::any_of(w.requests.begin(), w.requests.end(), [&](const Request& other) {
+                    return std::any_of(other.plan.begin(), other.plan.end(), straddles);
+                }))
                 continue;
             const std::uint32_t right = split_segment(w, id, at);
             if (right == kNone) continue;
-            out.residency.push_back({Residency::Kind::split, right, id, static_cast<std::uint32_t>(out.evicted.size())});
+            out.residency.push_back(
+                {Residency::Kind::split, right, id, static_cast<std::uint32_t>(out.evicted.size())});
             for (Request& other : w.requests)
                 for (PlanEntry& o : other.plan)
                     if (current(o) && o.start >= at)
@@ -260,7 +264,7 @@ void do_allocate(World& w, std::uint32_t r, StepOutcome& out, Scratch& scratch) 
     q.phase = Phase::allocated;
 }
 
-void do_commit(World& w, std::uint32_t r, StepOutcome& out, Scratch& scratch) {
+void do_commit(World& w, std::uint32_t r, StepOutcome& out) {
     Request& q = w.requests[r];
     complete_writes(w, r);
     out.tokens_computed = q.spec->input_tokens - q.resume_len;
@@ -342,7 +346,8 @@ bool segment_enabled(const World& w, const Step& step) {
         case StepKind::offload:
             // The cheap tests first: the offloader asks this of every segment it walks past.
             return s.stage == Stage::ready && s.disk == kNone && is_evictable(w, s) && tier_has_room(w, w.bytes_of(s));
-        case StepKind::interrupt_eviction: return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
+        case StepKind::interrupt_eviction:
+            return is_evictable(w, s) && s.form == Form::compressed_kv && s.stage == Stage::ready;
         // What a request revalidated stays as it was until its read (RL3): the index does not
         // skew under a read in flight (a pinned entry not yet revalidated may skew; revalidation
         // then sees it).
@@ -480,13 +485,14 @@ void offered_into(World& w, const Step& step, StepOutcome& out, Scratch& scratch
             out.read_request = t;
             w.requests[t].phase = Phase::read;
             break;
-        case StepKind::commit: do_commit(w, t, out, scratch); break;
+        case StepKind::commit: do_commit(w, t, out); break;
         case StepKind::decode: do_decode(w, t, step.arg, out, scratch); break;
         case StepKind::finish: do_finish(w, t, out); break;
         case StepKind::stop_waiting: do_stop_waiting(w, t); break;
         case StepKind::abort: do_abort(w, t); break;
         case StepKind::evict:
-            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step, keeps_disk_copy(w.segments[t]), t});
+            out.evicted.push_back({w.segments[t].form, w.bytes_of(w.segments[t]), EvictionCause::evict_step,
+                                   keeps_disk_copy(w.segments[t]), t});
             evict_segment(w, t);
             break;
         case StepKind::offload: {
@@ -495,7 +501,8 @@ void offered_into(World& w, const Step& step, StepOutcome& out, Scratch& scratch
             const std::uint8_t ig = indexer_of(w, w.segments[t].group);
             const Segment& kv = w.segments[t];
             const std::uint32_t partner =
-                ig == 0xFF ? kNone : covering_entry(w, w.writer_spec(kv), ig, w.start_of(kv) + w.group(ig).block_tokens);
+                ig == 0xFF ? kNone
+                           : covering_entry(w, w.writer_spec(kv), ig, w.start_of(kv) + w.group(ig).block_tokens);
             if (partner != kNone && segment_enabled(w, {StepKind::offload, partner, 0})) start_offload(w, partner, out);
             break;
         }

@@ -16,19 +16,28 @@ namespace kvcheck::model {
 
 enum class StepKind : std::uint8_t {
     // request worker; target = request
-    lookup, pin, revalidate, allocate, read, commit, decode, finish,  // commit captures the decode graph
-    evict, offload,         // evictor / offloader; target = segment
-    io_complete, io_fail,   // I/O engine; target = I/O op. io_fail is F2 (load or offload failure)
-    interrupt_eviction,     // F1: eviction stops half-way; target = segment
-    skew_index,             // F3: an indexer segment is left over from another KV version; target = it
-    bump_model_version,     // F5: weights change
-    change_layout,          // F5: a group's kernel layout changes; target = group
-    misaligned_reload,      // F9: a load completes into a misaligned staging buffer; target = I/O op
-    migrate,                // F10: a resident segment moves to another slot; target = segment
-    lose_block,             // F11: one block of a compressed segment is lost; target = segment
-    partial_load,           // F2: a load completes with only part of the segment's bytes; target = I/O op
-    stop_waiting,           // a request waiting on loads stops waiting (the driver's timeout); target = request
-    abort,                  // a request whose load failed ends without computing (a `fail` policy); target = request
+    lookup,
+    pin,
+    revalidate,
+    allocate,
+    read,
+    commit,
+    decode,
+    finish,  // commit captures the decode graph
+    evict,
+    offload,  // evictor / offloader; target = segment
+    io_complete,
+    io_fail,             // I/O engine; target = I/O op. io_fail is F2 (load or offload failure)
+    interrupt_eviction,  // F1: eviction stops half-way; target = segment
+    skew_index,          // F3: an indexer segment is left over from another KV version; target = it
+    bump_model_version,  // F5: weights change
+    change_layout,       // F5: a group's kernel layout changes; target = group
+    misaligned_reload,   // F9: a load completes into a misaligned staging buffer; target = I/O op
+    migrate,             // F10: a resident segment moves to another slot; target = segment
+    lose_block,          // F11: one block of a compressed segment is lost; target = segment
+    partial_load,        // F2: a load completes with only part of the segment's bytes; target = I/O op
+    stop_waiting,        // a request waiting on loads stops waiting (the driver's timeout); target = request
+    abort,               // a request whose load failed ends without computing (a `fail` policy); target = request
 };
 inline constexpr int kStepKindCount = 22;
 std::string_view step_kind_name(StepKind kind);
@@ -43,7 +52,7 @@ bool is_fault(StepKind kind);
 struct Step {
     StepKind kind = StepKind::lookup;
     std::uint32_t target = 0;
-    std::uint32_t arg = 0;   // decode: tokens to decode (0: one block of the smallest size)
+    std::uint32_t arg = 0;  // decode: tokens to decode (0: one block of the smallest size)
     bool operator==(const Step&) const = default;
 };
 
@@ -62,18 +71,18 @@ struct Residency {
 };
 
 struct StepOutcome {
-    std::optional<LookupResult> lookup;       // set by lookup
-    std::uint32_t read_request = kNone;       // set by read: invariants examine that request's plan
-    bool stale_revalidation = false;          // revalidate found a changed epoch or version
-    std::vector<Eviction> evicted;            // admission and explicit evictions, for metrics
-    std::vector<std::uint32_t> io_started;    // new I/O ops the driver must complete or fail
-    std::vector<Residency> residency;         // GPU arrivals, splits and offloads' departures
+    std::optional<LookupResult> lookup;     // set by lookup
+    std::uint32_t read_request = kNone;     // set by read: invariants examine that request's plan
+    bool stale_revalidation = false;        // revalidate found a changed epoch or version
+    std::vector<Eviction> evicted;          // admission and explicit evictions, for metrics
+    std::vector<std::uint32_t> io_started;  // new I/O ops the driver must complete or fail
+    std::vector<Residency> residency;       // GPU arrivals, splits and offloads' departures
     std::uint32_t recaptures = 0;
-    std::uint32_t tokens_computed = 0;        // prefill or decode tokens computed
+    std::uint32_t tokens_computed = 0;  // prefill or decode tokens computed
     std::uint32_t index_rebuilds = 0;
-    std::uint32_t demotions = 0;              // host/disk copies moved from host memory to disk
+    std::uint32_t demotions = 0;  // host/disk copies moved from host memory to disk
     bool admission_refused = false;
-    bool graph_moved = false;                 // a live graph's address moved (RL4 evidence)
+    bool graph_moved = false;  // a live graph's address moved (RL4 evidence)
 
     // Back to a fresh outcome, keeping the lists' buffers (drivers that apply millions of steps
     // reuse one outcome).

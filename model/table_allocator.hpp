@@ -27,14 +27,16 @@ struct TableAllocator {
         const std::size_t bytes = n * sizeof(T);
         if (bytes < kHugePageBytes) return static_cast<T*>(::operator new(bytes));
         // No rounding up: the block's last partial 2 MiB keeps ordinary pages and costs nothing extra.
-        void* block = ::operator new(bytes, std::align_val_t{kHugePageBytes});
+        void* block = ::operator new (bytes, std::align_val_t{kHugePageBytes});
         madvise(block, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);  // failure only means ordinary pages
         return static_cast<T*>(block);
     }
 
     void deallocate(T* block, std::size_t n) noexcept {
-        if (n * sizeof(T) < kHugePageBytes) ::operator delete(block);
-        else ::operator delete(block, std::align_val_t{kHugePageBytes});
+        if (n * sizeof(T) < kHugePageBytes)
+            ::operator delete(block);
+        else
+            ::operator delete (block, std::align_val_t{kHugePageBytes});
     }
 
     friend bool operator==(const TableAllocator&, const TableAllocator&) { return true; }

@@ -87,7 +87,8 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
                 refresh_evictable(w, op.segment);
             } else {
                 release_slot(w, op.segment);
-                out.residency.push_back({Residency::Kind::offloaded, op.segment, kNone, static_cast<std::uint32_t>(out.evicted.size())});
+                out.residency.push_back(
+                    {Residency::Kind::offloaded, op.segment, kNone, static_cast<std::uint32_t>(out.evicted.size())});
                 s.stage = Stage::on_disk;
                 ++s.epoch;
                 refresh_evictable(w, op.segment);
@@ -117,12 +118,14 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
         s.stage = Stage::ready;
         ++s.epoch;
         touch(w, op.segment);
-        out.residency.push_back({Residency::Kind::loaded, op.segment, kNone, static_cast<std::uint32_t>(out.evicted.size())});
+        out.residency.push_back(
+            {Residency::Kind::loaded, op.segment, kNone, static_cast<std::uint32_t>(out.evicted.size())});
         const std::uint8_t ig = indexer_of(w, s.group);
         if (!w.defenses.restore_index_with_kv && ig != 0xFF) {
             // Mutant `kv-without-index`: the indexer pages come back as empty pages that claim to
             // index this KV.
-            const std::uint32_t partner = covering_entry(w, w.writer_spec(s), ig, w.start_of(s) + w.group(ig).block_tokens);
+            const std::uint32_t partner =
+                covering_entry(w, w.writer_spec(s), ig, w.start_of(s) + w.group(ig).block_tokens);
             if (partner != kNone && w.segments[partner].stage == Stage::on_disk && admit_slot(w, partner, nullptr)) {
                 Segment& p = w.segments[partner];
                 free_disk(w, p.disk);
@@ -133,7 +136,8 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
                 p.set_indexed_version(w.segments[op.segment].data_version());
                 ++p.epoch;
                 touch(w, partner);
-                out.residency.push_back({Residency::Kind::loaded, partner, kNone, static_cast<std::uint32_t>(out.evicted.size())});
+                out.residency.push_back(
+                    {Residency::Kind::loaded, partner, kNone, static_cast<std::uint32_t>(out.evicted.size())});
             }
         }
     } else {
@@ -142,7 +146,8 @@ void finish_io(World& w, std::uint32_t op_id, IoEnd end, StepOutcome& out) {
         refresh_evictable(w, op.segment);
         if (q != nullptr) q->load_failed = true;
     }
-    if (q != nullptr && q->pending_loads > 0 && --q->pending_loads == 0 && q->phase == Phase::waiting_io) q->phase = Phase::io_done;
+    if (q != nullptr && q->pending_loads > 0 && --q->pending_loads == 0 && q->phase == Phase::waiting_io)
+        q->phase = Phase::io_done;
 }
 
 }  // namespace kvcheck::model

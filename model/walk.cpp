@@ -58,7 +58,8 @@ bool sound_entry(const World& world, const RequestSpec& spec, std::uint32_t id) 
     if (s.slot != kNone && world.slots[s.slot].address % kAlignBytes != 0) return false;
     if (s.form != Form::indexer_state) return true;
     const auto kv_group = static_cast<std::uint8_t>(world.group(s.group).indexed_group);
-    const std::uint32_t kv = covering_entry(world, spec, kv_group, world.start_of(s) + world.group(s.group).block_tokens);
+    const std::uint32_t kv =
+        covering_entry(world, spec, kv_group, world.start_of(s) + world.group(s.group).block_tokens);
     return kv != kNone && world.segments[kv].data_version() == s.indexed_version();
 }
 
@@ -66,7 +67,8 @@ std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::ui
                             std::uint32_t to, std::uint32_t before, std::vector<std::uint32_t>* spoiled) {
     const auto afresh = [&](std::uint8_t group, std::uint32_t s) { return starting_afresh(world, spec, group, s); };
     // The walk to `from` is known when the entry before it is: it goes on in that entry or after it.
-    Hit hit = before == kNone ? covering(world, g, from, afresh) : Hit{before, matched_end(world, spec, world.segments[before])};
+    Hit hit = before == kNone ? covering(world, g, from, afresh)
+                              : Hit{before, matched_end(world, spec, world.segments[before])};
     if (before != kNone && !hit.covers(from)) hit = next_at(world, g, from, afresh);
     std::uint32_t covered = from;
     bool sound = true;  // every entry so far is one a reader can use

@@ -81,6 +81,7 @@ bool sound_entry(const World& world, const RequestSpec& spec, std::uint32_t id);
 // covering spec's unit that ends at `from`; `spoiled` gets the unsound entries the walk meets on
 // to `to`, which the writer's fresh entries take the place of.
 std::uint32_t covered_until(const World& world, const RequestSpec& spec, std::uint8_t g, std::uint32_t from,
-                            std::uint32_t to, std::uint32_t before = kNone, std::vector<std::uint32_t>* spoiled = nullptr);
+                            std::uint32_t to, std::uint32_t before = kNone,
+                            std::vector<std::uint32_t>* spoiled = nullptr);
 
 }  // namespace kvcheck::model

@@ -67,7 +67,8 @@ std::string_view phase_name(Phase phase) {
 }
 
 RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
-                              std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens) {
+                              std::uint32_t content_block_tokens, std::uint32_t input_tokens,
+                              std::uint32_t output_tokens) {
     KV_ASSERT(content_block_tokens > 0, "content blocks need a size");
     RequestSpec spec;
     spec.uid = uid;
@@ -146,7 +147,8 @@ std::uint64_t World::index_key(std::uint64_t content_key, std::uint8_t g, bool t
 }
 
 std::uint32_t World::find(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const {
-    return index.find(index_key(content_key, g, tail, scope), [&](std::uint32_t id) { return holds(id, content_key, g, tail, scope); });
+    return index.find(index_key(content_key, g, tail, scope),
+                      [&](std::uint32_t id) { return holds(id, content_key, g, tail, scope); });
 }
 
 void World::prefetch(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const {
@@ -207,7 +209,8 @@ std::uint32_t World::add_request(std::shared_ptr<const RequestSpec> spec) {
 
 void World::release_request(std::uint32_t r) {
     Request& q = requests[r];
-    KV_ASSERT(q.phase == Phase::done && q.pinned.empty() && !graphs[r].live, "release_request of a request still running");
+    KV_ASSERT(q.phase == Phase::done && q.pinned.empty() && !graphs[r].live,
+              "release_request of a request still running");
     writers[q.writer].request_live = false;
     // A fresh request in the slot, which keeps the lists' buffers for the next one.
     Request fresh;
@@ -242,13 +245,15 @@ std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_
     return h | 1;  // never 0: 0 marks bytes that were never written
 }
 
-std::uint64_t part_tag(const World& w, const Segment& s, std::uint64_t content, std::uint32_t start, std::uint32_t end) {
+std::uint64_t part_tag(const World& w, const Segment& s, std::uint64_t content, std::uint32_t start,
+                       std::uint32_t end) {
     if (start == w.start_of(s) && end == s.end) return content;
     if (!units_retained(w, s, start, end)) return 0;
     return part_content(w, s, content, start, end);
 }
 
-std::uint64_t part_content(const World& w, const Segment& s, std::uint64_t content, std::uint32_t start, std::uint32_t end) {
+std::uint64_t part_content(const World& w, const Segment& s, std::uint64_t content, std::uint32_t start,
+                           std::uint32_t end) {
     if (start == w.start_of(s) && end == s.end) return content;
     const RequestSpec& writer = w.writer_spec(s);
     const auto correct = [&](std::uint32_t from, std::uint32_t to) {

@@ -17,8 +17,8 @@
 namespace kvcheck::model {
 
 inline constexpr std::uint32_t kNone = 0xFFFFFFFFu;
-inline constexpr std::uint64_t kAlignBytes = 256;        // VL4: kernels need 256-byte aligned blocks
-inline constexpr std::uint64_t kStateEntryBytes = 64;    // RL1: what one state-table entry costs on the GPU
+inline constexpr std::uint64_t kAlignBytes = 256;      // VL4: kernels need 256-byte aligned blocks
+inline constexpr std::uint64_t kStateEntryBytes = 64;  // RL1: what one state-table entry costs on the GPU
 inline constexpr std::uint8_t kNoLabel = 0xFF;
 
 struct RequestSpec;
@@ -51,9 +51,9 @@ struct Segment {
     std::uint16_t pins = 0;
     std::uint16_t graph_refs = 0;  // live captured graphs that bake this segment's address
     std::uint16_t layout_id = 0;
-    std::uint8_t group : 4 = 0;    // a config has at most 16 groups (config_problem, World's constructor)
+    std::uint8_t group : 4 = 0;  // a config has at most 16 groups (config_problem, World's constructor)
     Stage stage : 3 = Stage::freed;
-    bool published : 1 = false;    // reachable through the prefix index
+    bool published : 1 = false;  // reachable through the prefix index
     Form form : 3 = Form::compressed_kv;
     bool whole : 1 = true;         // every block of the segment intact
     bool live : 1 = false;         // entry in use
@@ -96,9 +96,9 @@ struct Writer {
 struct Slot {
     std::uint64_t content = 0;
     std::uint64_t address = 0;
-    std::uint32_t owner = kNone;   // segment id
+    std::uint32_t owner = kNone;  // segment id
     Form pool = Form::compressed_kv;
-    std::uint8_t label = kNoLabel; // form label; cleared on free
+    std::uint8_t label = kNoLabel;  // form label; cleared on free
 };
 
 // A copy on the host/disk tier. With Limits::host_capacity_bytes it rests in host memory or on
@@ -108,7 +108,7 @@ struct DiskObject {
     std::uint32_t owner = kNone;
     std::uint32_t host_prev = kNone;  // neighbours in the host list (disk copy ids)
     std::uint32_t host_next = kNone;
-    std::uint32_t on_host = 0;        // 1 when the copy rests in host memory
+    std::uint32_t on_host = 0;  // 1 when the copy rests in host memory
 };
 
 enum class IoKind : std::uint8_t { offload, load };
@@ -133,8 +133,17 @@ enum class VerdictKind : std::uint8_t { resumable, io_wait, partial_recompute, f
 std::string_view verdict_name(VerdictKind kind);
 
 enum class MissReason : std::uint8_t {
-    not_cached, rollout, version, layout, misaligned, partial_segment, window_expired,
-    index_stale, not_resident, load_failed, writing,
+    not_cached,
+    rollout,
+    version,
+    layout,
+    misaligned,
+    partial_segment,
+    window_expired,
+    index_stale,
+    not_resident,
+    load_failed,
+    writing,
 };
 inline constexpr int kMissReasonCount = 11;
 static_assert(static_cast<int>(MissReason::writing) + 1 == kMissReasonCount);
@@ -158,7 +167,7 @@ struct Miss {
 struct PlanEntry {
     std::uint32_t segment = kNone;  // kNone: nothing registered, yet a broken policy reads it
     std::uint32_t epoch = 0;
-    std::uint32_t slot = kNone;     // the GPU slot the reader will read (its block table entry)
+    std::uint32_t slot = kNone;  // the GPU slot the reader will read (its block table entry)
     std::uint32_t start = 0;
     std::uint32_t end = 0;
     std::uint8_t group = 0;
@@ -166,28 +175,39 @@ struct PlanEntry {
 };
 
 enum class Phase : std::uint8_t {
-    arrived, waiting_io, io_done, validated, pinned, revalidated, allocated, read, decoding, done,
+    arrived,
+    waiting_io,
+    io_done,
+    validated,
+    pinned,
+    revalidated,
+    allocated,
+    read,
+    decoding,
+    done,
 };
 std::string_view phase_name(Phase phase);
 
 // Immutable description of a request's tokens: chained hashes of fixed-size content blocks.
 struct RequestSpec {
     std::uint32_t uid = 0;
-    std::uint32_t reuse_scope = 0;       // intra-request rollout: only entries written in this scope are reused (sampled answers share it)
+    std::uint32_t reuse_scope =
+        0;  // intra-request rollout: only entries written in this scope are reused (sampled answers share it)
     std::uint32_t input_tokens = 0;
     std::uint32_t output_tokens = 0;
     std::uint32_t content_block_tokens = 512;
-    std::vector<std::uint64_t> chain;    // chain[i]: hash of content blocks 0..i
+    std::vector<std::uint64_t> chain;  // chain[i]: hash of content blocks 0..i
     // Sessions: the prompt opens with an earlier turn's prompt and answer, keyed as that turn keys
     // them, so its decoded KV is found again (make_turn_spec). Null for a request of its own.
     std::shared_ptr<const RequestSpec> prior;
-    std::uint32_t prior_tokens = 0;      // prior->input_tokens + prior->output_tokens
+    std::uint32_t prior_tokens = 0;  // prior->input_tokens + prior->output_tokens
     // Parallel sampling: which of the prompt's sampled answers this request decodes. Answer 0 is
     // the one greedy decoding gives (identical prompts continue identically); the others differ.
     std::uint32_t sample = 0;
     // Content key of the prefix [0, tokens); inline, as every walk over the index asks for it.
     std::uint64_t key(std::uint32_t tokens) const {
-        if (tokens <= prior_tokens) [[unlikely]] return tokens == 0 ? 0 : prior->key(tokens);
+        if (tokens <= prior_tokens) [[unlikely]]
+            return tokens == 0 ? 0 : prior->key(tokens);
         if (tokens == 0 || chain.empty()) return 0;
         if (tokens <= input_tokens) {
             const std::size_t block = (tokens - 1) / content_block_tokens;
@@ -203,7 +223,8 @@ struct RequestSpec {
 // Builds a spec from per-block content ids, chaining them so that equal prefixes share keys and a
 // prefix hit is always a longest common prefix (ids need not be prefix-chained already).
 RequestSpec make_request_spec(std::uint32_t uid, const std::vector<std::uint64_t>& block_ids,
-                              std::uint32_t content_block_tokens, std::uint32_t input_tokens, std::uint32_t output_tokens);
+                              std::uint32_t content_block_tokens, std::uint32_t input_tokens,
+                              std::uint32_t output_tokens);
 
 // Another sampled answer of `first`'s prompt (parallel sampling): the same prompt keys, its own
 // answer keys, and first's reuse scope, so intra-request rollout shares the prompt among them.
@@ -220,22 +241,22 @@ RequestSpec make_turn_spec(std::uint32_t uid, std::shared_ptr<const RequestSpec>
 struct Request {
     std::shared_ptr<const RequestSpec> spec;
     Phase phase = Phase::arrived;
-    std::uint32_t pos = 0;             // tokens whose KV this request holds
-    std::uint32_t resume_len = 0;      // tokens it will read from cache
-    std::uint32_t hash_hit_len = 0;    // what a plain hash lookup would have reported
+    std::uint32_t pos = 0;           // tokens whose KV this request holds
+    std::uint32_t resume_len = 0;    // tokens it will read from cache
+    std::uint32_t hash_hit_len = 0;  // what a plain hash lookup would have reported
     VerdictKind verdict = VerdictKind::full_recompute;
     std::uint32_t pending_loads = 0;
     bool load_failed = false;
     // It stopped waiting for its loads (stop_waiting): they go on without it, and its later
     // lookups take only what is on the GPU.
     bool gave_up_waiting = false;
-    bool uncached = false;             // admission refused its blocks: computes without caching
-    std::uint8_t lookups = 0;          // bounded retries after a stale revalidation
+    bool uncached = false;                     // admission refused its blocks: computes without caching
+    std::uint8_t lookups = 0;                  // bounded retries after a stale revalidation
     std::uint32_t config_epoch_at_lookup = 0;  // config epoch the plan was validated against
-    std::vector<PlanEntry> plan;       // what the read step will read
-    std::vector<std::uint32_t> pinned; // segments this request holds a pin on
-    std::vector<std::uint32_t> owned;  // segments it allocated and writes
-    std::uint32_t writer = kNone;      // its World::writers entry, fixed when it is added
+    std::vector<PlanEntry> plan;               // what the read step will read
+    std::vector<std::uint32_t> pinned;         // segments this request holds a pin on
+    std::vector<std::uint32_t> owned;          // segments it allocated and writes
+    std::uint32_t writer = kNone;              // its World::writers entry, fixed when it is added
 };
 
 enum class Rollout : std::uint8_t { off, intra_request, cross_request };
@@ -243,8 +264,8 @@ enum class Rollout : std::uint8_t { off, intra_request, cross_request };
 struct Limits {
     std::uint64_t gpu_budget_bytes = 1ULL << 30;
     std::uint64_t disk_capacity_bytes = 1ULL << 40;
-    std::uint8_t max_lookups = 3;      // lookups per request before it gives up on the cache
-    bool capture_graphs = true;        // decode runs as captured graphs (RL4 applies)
+    std::uint8_t max_lookups = 3;  // lookups per request before it gives up on the cache
+    bool capture_graphs = true;    // decode runs as captured graphs (RL4 applies)
     // A full host/disk tier drops its least recently offloaded on-disk entries to take an offload
     // (World::disk_lru_head); without it a full tier refuses offloads.
     bool tier_eviction = false;
@@ -266,21 +287,21 @@ struct World {
     Rollout rollout = Rollout::cross_request;
     Limits limits;
 
-    std::uint16_t kv_version = 1;            // weights and quantisation version (F5)
-    std::uint32_t config_epoch = 0;          // bumped by every F5 change; plans remember it
-    std::vector<std::uint16_t> layout_shift;   // per group: added to the group's layout id (F5 layout change)
+    std::uint16_t kv_version = 1;             // weights and quantisation version (F5)
+    std::uint32_t config_epoch = 0;           // bumped by every F5 change; plans remember it
+    std::vector<std::uint16_t> layout_shift;  // per group: added to the group's layout id (F5 layout change)
 
-    std::uint32_t grain_tokens = 1;            // model::resume_grain under this policy
-    std::vector<std::uint32_t> extent_units;   // per group: units one entry may cover (1..kExtentUnitsMax)
+    std::uint32_t grain_tokens = 1;           // model::resume_grain under this policy
+    std::vector<std::uint32_t> extent_units;  // per group: units one entry may cover (1..kExtentUnitsMax)
     // Per group: the tokens an extent's start is a multiple of, its chunk's start aside (the
     // least common multiple of the resume grain and the group's unit; docs/invariants.md).
     std::vector<std::uint32_t> extent_step;
     // Per SWA group with the resume grain on its block grid: what resumable_blocks counts per
     // grain period, fixed by the group and the grain (see there).
     struct WindowPeriods {
-        bool on_grid = false;            // the grain is a multiple of the block
-        std::uint32_t kept_blocks = 0;   // readable blocks of a period once the window starts inside it
-        std::uint32_t early = 0;         // periods i >= 1 with i * grain < window, whose blocks are all readable
+        bool on_grid = false;           // the grain is a multiple of the block
+        std::uint32_t kept_blocks = 0;  // readable blocks of a period once the window starts inside it
+        std::uint32_t early = 0;        // periods i >= 1 with i * grain < window, whose blocks are all readable
     };
     std::array<WindowPeriods, kMaxGroups> window_periods{};
 
@@ -292,18 +313,18 @@ struct World {
     std::vector<std::uint32_t> shared_free_slots;                   // used only without separate lists
     std::vector<DiskObject, TableAllocator<DiskObject>> disk;
     std::vector<std::uint32_t> free_disk;
-    FlatIndex index;                           // prefix index -> segment id (confirmed by holds())
+    FlatIndex index;  // prefix index -> segment id (confirmed by holds())
     std::vector<IoOp> io;
     // Finished I/O slots for reuse, as a bitmap (bit i%64 of word i/64 is set when io[i] is free),
     // so that the lowest free slot is found with a bit scan; no free slot lies below word free_io_low.
     std::vector<std::uint64_t> free_io;
     std::size_t free_io_low = 0;
-    std::vector<Writer> writers;               // Segment::writer and Request::writer name entries here
+    std::vector<Writer> writers;  // Segment::writer and Request::writer name entries here
     std::vector<std::uint32_t> free_writers;
-    std::uint32_t writers_released = 0;        // releases since the last sweep of writers
-    std::vector<Request> requests;             // slots; finished ones are recycled
+    std::uint32_t writers_released = 0;  // releases since the last sweep of writers
+    std::vector<Request> requests;       // slots; finished ones are recycled
     std::vector<std::uint32_t> free_requests;
-    std::vector<Graph> graphs;                 // one per request slot
+    std::vector<Graph> graphs;  // one per request slot
 
     // Eviction candidates (resident, unpinned, not under a guarded graph), least recently used
     // first: one intrusive doubly-linked list per group and per tail/non-tail, threaded through
@@ -325,12 +346,12 @@ struct World {
     std::uint32_t host_tail = kNone;
 
     // Evidence counters for the cheap per-step checks; apply() clears them before each step.
-    std::uint32_t moved_under_graph = 0;       // RL4: a graph-referenced segment was freed or moved
-    std::uint32_t cross_form_reuse = 0;        // RL2: a slot of one form's pool went to another form
+    std::uint32_t moved_under_graph = 0;  // RL4: a graph-referenced segment was freed or moved
+    std::uint32_t cross_form_reuse = 0;   // RL2: a slot of one form's pool went to another form
 
-    std::uint64_t gpu_used_bytes = 0;          // resident segment bytes plus the state table
-    std::uint64_t disk_used_bytes = 0;         // the whole host/disk tier
-    std::uint64_t host_used_bytes = 0;         // its part in host memory
+    std::uint64_t gpu_used_bytes = 0;   // resident segment bytes plus the state table
+    std::uint64_t disk_used_bytes = 0;  // the whole host/disk tier
+    std::uint64_t host_used_bytes = 0;  // its part in host memory
     std::array<std::uint64_t, kFormCount> bytes_by_form{};
 
     World(std::shared_ptr<const ModelConfig> model, const Defenses& policy, Limits limit, Rollout mode);
@@ -345,7 +366,8 @@ struct World {
     std::uint32_t index_scope(const RequestSpec& spec) const { return scoped_index() ? spec.reuse_scope + 1 : 0; }
     std::uint64_t index_key(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const;
     std::uint32_t find(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const;
-    void prefetch(std::uint64_t content_key, std::uint8_t g, bool tail, std::uint32_t scope) const;  // of find's first cell
+    void prefetch(std::uint64_t content_key, std::uint8_t g, bool tail,
+                  std::uint32_t scope) const;  // of find's first cell
     // Starts fetching both cache lines segment id's row may span.
     void prefetch_row(std::uint32_t id) const {
         const auto* row = reinterpret_cast<const char*>(&segments[id]);
@@ -419,7 +441,8 @@ std::uint64_t truth_tag(const World& world, const RequestSpec& spec, std::uint8_
 // write as the whole: the difference between `content` and a correct write of the whole entry
 // now is carried over, so a fault, a stale version or layout, or unfinished content shows in
 // every part; blocks a shed SWA entry let go of hold nothing (0). The whole range is `content`.
-std::uint64_t part_tag(const World& world, const Segment& s, std::uint64_t content, std::uint32_t start, std::uint32_t end);
+std::uint64_t part_tag(const World& world, const Segment& s, std::uint64_t content, std::uint32_t start,
+                       std::uint32_t end);
 // The same without the shed blocks' emptiness: what the part holds as a slot's tag of its own
 // once the entry is split (a shed part still knows which of its blocks are gone).
 std::uint64_t part_content(const World& world, const Segment& s, std::uint64_t content, std::uint32_t start,

@@ -84,7 +84,8 @@ void create_units(World& w, std::uint32_t r, std::uint8_t g, Form form, std::uin
     }
     const std::uint32_t cut_end = cut / step * step;  // units ending at or before it lie before the cut
     for (std::uint32_t start = first; start + unit <= last_end && !q.uncached;) {
-        std::uint32_t end = std::min(w.chunk_start(g, form, start) + w.extent_units_of(g, form) * unit, last_end / unit * unit);
+        std::uint32_t end =
+            std::min(w.chunk_start(g, form, start) + w.extent_units_of(g, form) * unit, last_end / unit * unit);
         for (std::uint32_t split : {duplicate_end, cut_end})
             if (start < split && split < end) end = split;
         create_owned(w, r, g, form, start, end, q.spec->key(start + unit), anchor, end <= duplicate_end, out);
@@ -113,17 +114,22 @@ void write_range(World& w, std::uint32_t r, std::uint32_t from, std::uint32_t to
             }
             case GroupKind::swa:
                 // A window block passes once the position is a window past its end (slide()).
-                create_units(w, r, g, Form::swa_window, first_end, to, to > grp.window_tokens ? to - grp.window_tokens : 0, 0, out, scratch);
+                create_units(w, r, g, Form::swa_window, first_end, to,
+                             to > grp.window_tokens ? to - grp.window_tokens : 0, 0, out, scratch);
                 break;
             case GroupKind::chunked:
-                create_units(w, r, g, Form::swa_window, first_end, to, to / grp.window_tokens * grp.window_tokens, 0, out, scratch);
+                create_units(w, r, g, Form::swa_window, first_end, to, to / grp.window_tokens * grp.window_tokens, 0,
+                             out, scratch);
                 break;
-            case GroupKind::indexer: create_units(w, r, g, Form::indexer_state, first_end, to, 0, 0, out, scratch); break;
+            case GroupKind::indexer:
+                create_units(w, r, g, Form::indexer_state, first_end, to, 0, 0, out, scratch);
+                break;
             case GroupKind::linear:
                 for (std::uint32_t p = first_end; p <= to && !q.uncached; p += block) {
                     // Mutant `min-block-size-index`: the checkpoint's block number is counted in the
                     // smallest block size of all groups, then read back in the group's own size.
-                    const std::uint32_t at = w.defenses.own_block_size_index ? p : p / w.derived.min_block_tokens * block;
+                    const std::uint32_t at =
+                        w.defenses.own_block_size_index ? p : p / w.derived.min_block_tokens * block;
                     if (at > spec.input_tokens + spec.output_tokens) continue;
                     create_owned(w, r, g, Form::linear_state, 0, at, spec.key(at), p, false, out);
                 }
@@ -170,7 +176,8 @@ void complete_writes(World& w, std::uint32_t r) {
         if (s.stage != Stage::writing && !(s.stage == Stage::ready && w.slots[s.slot].content == 0)) continue;
         if (w.group(s.group).kind == GroupKind::indexer) {
             const auto kv_group = static_cast<std::uint8_t>(w.group(s.group).indexed_group);
-            const std::uint32_t kv = covering_entry(w, *q.spec, kv_group, w.start_of(s) + w.group(s.group).block_tokens);
+            const std::uint32_t kv =
+                covering_entry(w, *q.spec, kv_group, w.start_of(s) + w.group(s.group).block_tokens);
             s.set_indexed_version(kv == kNone ? 0 : w.segments[kv].data_version());
         }
         w.slots[s.slot].content = written_content(w, *q.spec, s);

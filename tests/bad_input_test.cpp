@@ -90,8 +90,8 @@ std::string read_text(const std::string& path) {
 }
 
 struct Outcome {
-    bool exited = false;   // false: killed by a signal (a crash) or by the timeout
-    int code = -1;         // exit code, or the signal number when !exited
+    bool exited = false;  // false: killed by a signal (a crash) or by the timeout
+    int code = -1;        // exit code, or the signal number when !exited
     bool timed_out = false;
     std::string out;
     std::string err;
@@ -221,16 +221,20 @@ TEST_P(BadInput, ExitsTwoWithOneLineAndLeavesNothing) {
     const std::string shape = "kvcheck: " + regex_escape(file) + (place.empty() ? "" : ":(" + place + ")") + ": (.*)";
     std::smatch parts;
     ASSERT_TRUE(std::regex_match(line, parts, std::regex(shape)))
-        << command << "\nexpected kvcheck: " << file << (place.empty() ? "" : ":" + place) << ": ...\ngot      " << line;
+        << command << "\nexpected kvcheck: " << file << (place.empty() ? "" : ":" + place) << ": ...\ngot      "
+        << line;
     const std::string said = parts[parts.size() - 1].str();
-    EXPECT_TRUE(std::regex_search(said, std::regex(message))) << command << "\nmessage \"" << said << "\" does not match /" << message << "/";
+    EXPECT_TRUE(std::regex_search(said, std::regex(message)))
+        << command << "\nmessage \"" << said << "\" does not match /" << message << "/";
 
     EXPECT_TRUE(entries_under(out_dir.path()).empty())
         << command << "\nleft behind in the output folder: " << join(entries_under(out_dir.path()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, BadInput, ::testing::ValuesIn(list("cases")),
-                         [](const ::testing::TestParamInfo<nlohmann::json>& case_info) { return test_name(case_info.param); });
+                         [](const ::testing::TestParamInfo<nlohmann::json>& case_info) {
+                             return test_name(case_info.param);
+                         });
 
 class BadInputControl : public ::testing::TestWithParam<nlohmann::json> {};
 
@@ -247,7 +251,8 @@ TEST_P(BadInputControl, GoodInputSucceeds) {
     std::set<std::string> expected;
     for (const nlohmann::json& f : c.at("expect_created")) {
         expected.insert(f.get<std::string>());
-        EXPECT_TRUE(fs::is_regular_file(out_dir.path() + "/" + f.get<std::string>())) << command_line(args) << "\ndid not write " << f;
+        EXPECT_TRUE(fs::is_regular_file(out_dir.path() + "/" + f.get<std::string>()))
+            << command_line(args) << "\ndid not write " << f;
     }
     for (const std::string& e : entries_under(out_dir.path())) {
         if (fs::is_directory(out_dir.path() + "/" + e)) continue;
@@ -256,7 +261,9 @@ TEST_P(BadInputControl, GoodInputSucceeds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, BadInputControl, ::testing::ValuesIn(list("controls")),
-                         [](const ::testing::TestParamInfo<nlohmann::json>& case_info) { return test_name(case_info.param); });
+                         [](const ::testing::TestParamInfo<nlohmann::json>& case_info) {
+                             return test_name(case_info.param);
+                         });
 
 // The corpus is big enough, names are unique, and every input file in it is used by some case
 // (a file nobody runs is a case someone meant to add).
@@ -268,7 +275,8 @@ TEST(BadInputCorpus, EveryFileIsUsedAndNamesAreUnique) {
     for (const char* key : {"cases", "controls"})
         for (const nlohmann::json& c : list(key)) {
             EXPECT_TRUE(names.insert(test_name(c)).second) << "duplicate case name " << c.at("name");
-            for (const nlohmann::json& a : c.at("args")) all_args += replace_all(a.get<std::string>(), "{dir}", kCorpusDir) + "\n";
+            for (const nlohmann::json& a : c.at("args"))
+                all_args += replace_all(a.get<std::string>(), "{dir}", kCorpusDir) + "\n";
             all_args += replace_all(c.value("expect_file", ""), "{dir}", kCorpusDir) + "\n";
         }
     // A scenario can reach a trace through its "trace" key, so scenario texts count as users too.
@@ -308,7 +316,8 @@ TEST(BadInputCorpus, FifoInsteadOfAFileExitsTwo) {
     const std::string fifo = dir.path() + "/fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
     const std::string scenario = dir.path() + "/fifo-trace.json";
-    std::ofstream(scenario) << R"({"model": "toy", "workload": {"trace": "fifo"}})" << "\n";
+    std::ofstream(scenario) << R"({"model": "toy", "workload": {"trace": "fifo"}})"
+                            << "\n";
     const std::vector<std::pair<std::vector<std::string>, std::string>> commands = {
         {{"validate", fifo}, fifo},
         {{"trace", "stats", fifo}, fifo},
@@ -320,7 +329,9 @@ TEST(BadInputCorpus, FifoInsteadOfAFileExitsTwo) {
         ASSERT_FALSE(o.timed_out) << command_line(args) << " blocked on the FIFO";
         ASSERT_TRUE(o.exited) << o.err;
         EXPECT_EQ(o.code, 2) << command_line(args) << "\n" << o.err;
-        EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(place) + ":? is not a regular file .*\n"))) << o.err;
+        EXPECT_TRUE(
+            std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(place) + ":? is not a regular file .*\n")))
+            << o.err;
     }
     EXPECT_FALSE(fs::exists(dir.path() + "/run"));
 }
@@ -332,15 +343,17 @@ TEST(BadInputCorpus, EmptyScheduleFolderExitsTwo) {
     const Outcome o = run_kvcheck({"replay", dir.path(), "--backend", "cpu"}, scratch.path());
     ASSERT_TRUE(o.exited) << o.err;
     EXPECT_EQ(o.code, 2) << o.err;
-    EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(dir.path()) + ": no \\*\\.json schedules in this folder\n"))) << o.err;
+    EXPECT_TRUE(std::regex_match(
+        o.err, std::regex("kvcheck: " + regex_escape(dir.path()) + ": no \\*\\.json schedules in this folder\n")))
+        << o.err;
 }
 
 // Bytes that are not UTF-8, copied from an argument into the message, are written as \xNN; valid
 // UTF-8 (here "é") is kept as it is, so the line stays readable text.
 TEST(BadInputCorpus, BytesThatAreNotUtf8AreEscaped) {
     TempDir scratch;
-    const Outcome o = run_kvcheck({"run", kSourceDir + "/scenarios/quickstart.json", "--policy", "na\xFFive\xC3\xA9\xE2\x82"},
-                                  scratch.path());
+    const Outcome o = run_kvcheck(
+        {"run", kSourceDir + "/scenarios/quickstart.json", "--policy", "na\xFFive\xC3\xA9\xE2\x82"}, scratch.path());
     ASSERT_TRUE(o.exited) << o.err;
     EXPECT_EQ(o.code, 2) << o.err;
     EXPECT_NE(o.err.find("unknown policy \"na\\xFFive\xC3\xA9\\xE2\\x82\""), std::string::npos) << o.err;
@@ -351,10 +364,14 @@ TEST(BadInputCorpus, BytesThatAreNotUtf8AreEscaped) {
 TEST(BadInputCorpus, SetThatIsNotUtf8ExitsTwoBeforeTheRun) {
     TempDir scratch;
     for (const char* command : {"run", "compare", "validate"}) {
-        const Outcome o = run_kvcheck({command, kSourceDir + "/" + kCorpusDir + "/good/base.json", "--set", "/name=b\xFFx"}, scratch.path());
+        const Outcome o = run_kvcheck(
+            {command, kSourceDir + "/" + kCorpusDir + "/good/base.json", "--set", "/name=b\xFFx"}, scratch.path());
         ASSERT_TRUE(o.exited) << o.err;
         EXPECT_EQ(o.code, 2) << command << "\n" << o.err;
-        EXPECT_EQ(o.err, "kvcheck: <input>:--set: expected UTF-8 text, got a byte that is not UTF-8 in \"/name=b\xEF\xBF\xBDx\"\n") << command;
+        EXPECT_EQ(
+            o.err,
+            "kvcheck: <input>:--set: expected UTF-8 text, got a byte that is not UTF-8 in \"/name=b\xEF\xBF\xBDx\"\n")
+            << command;
         EXPECT_EQ(o.out.find("seed="), std::string::npos) << command << ": refused before the run\n" << o.out;
     }
 }

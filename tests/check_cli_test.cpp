@@ -1,7 +1,5 @@
 // The check and mutants commands through the real kvcheck binary: the mutation score line, the
 // --scope help, and checkpoints whose contents are wrong blamed on their file.
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <regex>
@@ -9,6 +7,8 @@
 #include <utility>
 
 #include <sys/wait.h>
+
+#include <gtest/gtest.h>
 
 #include "model/policy.hpp"
 #include "sim/check/checkpoint.hpp"
@@ -46,7 +46,8 @@ TEST(MutantsCommand, PrintsTheMutationScore) {
     EXPECT_EQ(clean_code, 0) << clean;
     sim::ExploreOptions options;
     options.max_seconds = 300;
-    const std::string states = std::to_string(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options).states);
+    const std::string states = std::to_string(
+        sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options).states);
     EXPECT_NE(clean.find("\nmutation score: validated clean over " + states + " states\n"), std::string::npos) << clean;
 }
 
@@ -55,7 +56,8 @@ TEST(MutantsCommand, ScopeHelpNamesEveryScope) {
     for (const char* command : {"check", "mutants"}) {
         const auto [code, help] = run_cli(std::string(command) + " --help");
         EXPECT_EQ(code, 0) << help;
-        for (const std::string& name : sim::scope_names()) EXPECT_NE(help.find(name), std::string::npos) << command << ": " << name;
+        for (const std::string& name : sim::scope_names())
+            EXPECT_NE(help.find(name), std::string::npos) << command << ": " << name;
     }
 }
 
@@ -67,20 +69,25 @@ TEST(CheckCommand, ForgedCheckpointsAreBlamedOnTheirFile) {
     std::filesystem::remove_all(dir);
     const auto [stopped_code, stopped] = run_cli("check --scope small --max-states 2000 --out " + dir + " --quiet");
     ASSERT_EQ(stopped_code, 0) << stopped;
-    const sim::ExploreCheckpoint good = sim::decode_checkpoint(sim::read_file(dir + "/check.checkpoint"), "check.checkpoint");
+    const sim::ExploreCheckpoint good =
+        sim::decode_checkpoint(sim::read_file(dir + "/check.checkpoint"), "check.checkpoint");
 
     sim::ExploreCheckpoint target = good;
     target.target = "XX9";
     sim::write_file_atomic(dir + "/target.checkpoint", sim::encode_checkpoint(target));
     const auto [unknown_code, unknown] = run_cli("check --resume " + dir + "/target.checkpoint --quiet");
     EXPECT_EQ(unknown_code, 2) << unknown;
-    EXPECT_NE(unknown.find("kvcheck: " + dir + "/target.checkpoint: names an unknown invariant \"XX9\""), std::string::npos) << unknown;
+    EXPECT_NE(unknown.find("kvcheck: " + dir + "/target.checkpoint: names an unknown invariant \"XX9\""),
+              std::string::npos)
+        << unknown;
 
     sim::ExploreCheckpoint steps = good;
     for (std::size_t i = 1; i < steps.steps.size(); ++i) steps.steps[i] = {model::StepKind::finish, 99, 0};
     sim::write_file_atomic(dir + "/steps.checkpoint", sim::encode_checkpoint(steps));
     const auto [replay_code, replay] = run_cli("check --resume " + dir + "/steps.checkpoint --quiet");
     EXPECT_EQ(replay_code, 2) << replay;
-    EXPECT_TRUE(std::regex_search(replay, std::regex("kvcheck: " + dir + "/steps.checkpoint: the checkpoint's node [0-9]+ takes a step that is not enabled there")))
+    EXPECT_TRUE(std::regex_search(
+        replay, std::regex("kvcheck: " + dir +
+                           "/steps.checkpoint: the checkpoint's node [0-9]+ takes a step that is not enabled there")))
         << replay;
 }

@@ -2,11 +2,11 @@
 // visits, with and without a depth bound, agrees with it on every mutant, shrinks its
 // counterexamples, resumes from a checkpoint to the result of an uninterrupted run, and its
 // command line reproduces what it found.
-#include <gtest/gtest.h>
-
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/cli_fixtures.hpp"
 
@@ -27,7 +27,8 @@ namespace sim = kvcheck::sim;
 
 namespace {
 
-sim::ExploreReport explore(const sim::Scope& scope, const std::string& policy, sim::Order order, const std::string& target = "") {
+sim::ExploreReport explore(const sim::Scope& scope, const std::string& policy, sim::Order order,
+                           const std::string& target = "") {
     sim::ExploreOptions options;
     options.max_seconds = 300;
     options.target = target;
@@ -35,11 +36,13 @@ sim::ExploreReport explore(const sim::Scope& scope, const std::string& policy, s
     return sim::explore(scope, model::find_policy(policy)->defenses, options);
 }
 
-sim::ExploreReport explore(const std::string& scope, const std::string& policy, sim::Order order, const std::string& target = "") {
+sim::ExploreReport explore(const std::string& scope, const std::string& policy, sim::Order order,
+                           const std::string& target = "") {
     return explore(sim::named_scope(scope), policy, order, target);
 }
 
-bool replays_to(const sim::Scope& scope, const std::string& policy, const std::vector<model::Step>& steps, const std::string& invariant) {
+bool replays_to(const sim::Scope& scope, const std::string& policy, const std::vector<model::Step>& steps,
+                const std::string& invariant) {
     const sim::TrailResult r = sim::replay_trail(scope, model::find_policy(policy)->defenses, steps);
     return r.valid && sim::violates(r.violations, invariant);
 }
@@ -106,7 +109,8 @@ TEST(DepthFirst, CounterexamplesAreShrunkToOneMinimal) {
     for (std::size_t drop = 0; drop < steps.size(); ++drop) {
         std::vector<model::Step> fewer = steps;
         fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(drop));
-        EXPECT_FALSE(replays_to(scope, "sticky-lookup", fewer, "FM5_resident")) << "step " << drop + 1 << " is not needed";
+        EXPECT_FALSE(replays_to(scope, "sticky-lookup", fewer, "FM5_resident"))
+            << "step " << drop + 1 << " is not needed";
     }
 }
 
@@ -130,7 +134,8 @@ TEST(DepthFirst, ResumedRunEqualsUninterruptedRun) {
 
     sim::ExploreOptions keep_going = depth_first;
     keep_going.stop_at_first = false;
-    const sim::ExploreReport kept_whole = sim::explore(sim::named_scope("small"), model::find_policy("no-pin")->defenses, keep_going);
+    const sim::ExploreReport kept_whole =
+        sim::explore(sim::named_scope("small"), model::find_policy("no-pin")->defenses, keep_going);
     const sim::ExploreReport kept = explore_in_pieces(sim::named_scope("small"), "no-pin", keep_going, {3'000, 60'000});
     ASSERT_TRUE(kept.counterexample.has_value() && kept_whole.counterexample.has_value());
     EXPECT_EQ(kept.counterexample->steps, kept_whole.counterexample->steps);
@@ -147,7 +152,8 @@ TEST(DepthFirst, ACheckpointResumesOnlyItsOwnOrder) {
     first.max_states = 5'000;
     const sim::ExploreReport stopped = sim::explore(scope, defenses, first);
     ASSERT_TRUE(stopped.checkpoint.has_value());
-    const sim::ExploreCheckpoint decoded = sim::decode_checkpoint(sim::encode_checkpoint(*stopped.checkpoint), "memory");
+    const sim::ExploreCheckpoint decoded =
+        sim::decode_checkpoint(sim::encode_checkpoint(*stopped.checkpoint), "memory");
     EXPECT_EQ(decoded.order, static_cast<std::uint8_t>(sim::Order::depth_first));
     EXPECT_EQ(decoded.key_depths, stopped.checkpoint->key_depths);
     sim::ExploreOptions other;
@@ -158,7 +164,8 @@ TEST(DepthFirst, ACheckpointResumesOnlyItsOwnOrder) {
 // Proves the command line: --order dfs is printed with the result and in the reproduce line, and
 // running that line finds the same counterexample.
 TEST(DepthFirst, ReproduceLineRunsTheSameSearch) {
-    const Outcome first = run_kvcheck({"check", "--scope", "small", "--order", "dfs", "--policy", "no-revalidate", "--quiet"});
+    const Outcome first =
+        run_kvcheck({"check", "--scope", "small", "--order", "dfs", "--policy", "no-revalidate", "--quiet"});
     ASSERT_EQ(first.code, 1) << first.all();
     EXPECT_NE(first.out.find("order=dfs"), std::string::npos) << first.all();
     const std::string tag = "reproduce: kvcheck ";
@@ -184,18 +191,21 @@ TEST(DepthFirst, ReproduceLineRunsTheSameSearch) {
 // Proves `kvcheck mutants --order dfs` searches depth first: validated exhausts the small scope
 // clean, and a mutant is detected with a counterexample that breaks its invariant.
 TEST(DepthFirst, MutantsTakesTheOrder) {
-    const Outcome clean = run_kvcheck({"mutants", "--scope", "small", "--order", "dfs", "--policy", "validated", "--json", "--quiet"});
+    const Outcome clean =
+        run_kvcheck({"mutants", "--scope", "small", "--order", "dfs", "--policy", "validated", "--json", "--quiet"});
     ASSERT_EQ(clean.code, 0) << clean.all();
     const nlohmann::json rows = nlohmann::json::parse(clean.out);
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_TRUE(rows[0]["exhausted"].get<bool>());
     EXPECT_EQ(rows[0]["states"], explore("small", "validated", sim::Order::depth_first).states);
-    const Outcome caught = run_kvcheck({"mutants", "--scope", "small", "--order", "dfs", "--policy", "no-pin", "--json", "--quiet"});
+    const Outcome caught =
+        run_kvcheck({"mutants", "--scope", "small", "--order", "dfs", "--policy", "no-pin", "--json", "--quiet"});
     ASSERT_EQ(caught.code, 0) << caught.all();
     const nlohmann::json found = nlohmann::json::parse(caught.out);
     EXPECT_TRUE(found[0]["detected"].get<bool>());
     EXPECT_EQ(found[0]["invariant"], "RL3_toctou");
-    EXPECT_EQ(found[0]["counterexample_steps"], explore("small", "no-pin", sim::Order::depth_first, "RL3_toctou").counterexample->steps.size());
+    EXPECT_EQ(found[0]["counterexample_steps"],
+              explore("small", "no-pin", sim::Order::depth_first, "RL3_toctou").counterexample->steps.size());
 }
 
 // Proves a depth-first checkpoint written by the command line resumes depth first, and a resume
@@ -203,7 +213,8 @@ TEST(DepthFirst, MutantsTakesTheOrder) {
 TEST(DepthFirst, CommandLineResumeKeepsTheOrder) {
     const fs::path dir = scratch("dfs-resume");
     const std::string checkpoint = (dir / "check.checkpoint").string();
-    const Outcome stopped = run_kvcheck({"check", "--scope", "small", "--order", "dfs", "--max-states", "5000", "--checkpoint", checkpoint, "--quiet"});
+    const Outcome stopped = run_kvcheck(
+        {"check", "--scope", "small", "--order", "dfs", "--max-states", "5000", "--checkpoint", checkpoint, "--quiet"});
     ASSERT_EQ(stopped.code, 0) << stopped.all();
     ASSERT_TRUE(fs::is_regular_file(checkpoint)) << stopped.all();
     const Outcome refused = run_kvcheck({"check", "--resume", checkpoint, "--order", "bfs", "--quiet"});
@@ -212,7 +223,9 @@ TEST(DepthFirst, CommandLineResumeKeepsTheOrder) {
     const Outcome resumed = run_kvcheck({"check", "--resume", checkpoint, "--quiet"});
     ASSERT_EQ(resumed.code, 0) << resumed.all();
     EXPECT_NE(resumed.out.find("order=dfs"), std::string::npos) << resumed.all();
-    EXPECT_NE(resumed.out.find("states=" + std::to_string(explore("small", "validated", sim::Order::depth_first).states)), std::string::npos)
+    EXPECT_NE(
+        resumed.out.find("states=" + std::to_string(explore("small", "validated", sim::Order::depth_first).states)),
+        std::string::npos)
         << resumed.all();
     EXPECT_FALSE(fs::exists(checkpoint)) << "a finished run removes the checkpoint it resumed";
 }

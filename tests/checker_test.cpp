@@ -1,7 +1,5 @@
 // The exhaustive explorer: validated is clean at the bounded scopes, every mutant is caught with a
 // short counterexample that replays, and counterexamples round-trip through scenario files.
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <cmath>
 #include <deque>
@@ -12,16 +10,17 @@
 #include <tuple>
 #include <utility>
 
+#include <gtest/gtest.h>
 
 #include "model/driver.hpp"
 #include "sim/check/dot.hpp"
 #include "sim/check/explorer.hpp"
 #include "sim/check/steps_json.hpp"
 #include "sim/check/symmetry.hpp"
-#include "tests/explore_fixtures.hpp"
 #include "sim/des/engine.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
+#include "tests/explore_fixtures.hpp"
 
 using namespace kvcheck;
 
@@ -86,8 +85,8 @@ TEST(Explorer, ValidatedIsCleanAtTheTierScope) {
         steps.push_back(step);
         return model::apply(w, step);
     };
-    for (model::StepKind k : {model::StepKind::lookup, model::StepKind::pin, model::StepKind::revalidate, model::StepKind::allocate,
-                              model::StepKind::read, model::StepKind::commit})
+    for (model::StepKind k : {model::StepKind::lookup, model::StepKind::pin, model::StepKind::revalidate,
+                              model::StepKind::allocate, model::StepKind::read, model::StepKind::commit})
         take({k, 0, 0});
     while (model::enabled(w, {model::StepKind::decode, 0, 0})) take({model::StepKind::decode, 0, 0});
     take({model::StepKind::finish, 0, 0});
@@ -149,7 +148,8 @@ TEST(Explorer, ValidatedIsCleanAtTheLoadWaitScope) {
     for (std::uint32_t id = 0; id < w.segments.size() && kv == model::kNone; ++id)
         if (w.segments[id].group == 0 && model::enabled(w, {model::StepKind::offload, id, 0})) kv = id;
     ASSERT_NE(kv, model::kNone);
-    for (std::uint32_t op : take({model::StepKind::offload, kv, 0}).io_started) take({model::StepKind::io_complete, op, 0});
+    for (std::uint32_t op : take({model::StepKind::offload, kv, 0}).io_started)
+        take({model::StepKind::io_complete, op, 0});
     const model::StepOutcome waits = take({model::StepKind::lookup, 1, 0});
     ASSERT_EQ(waits.lookup->verdict, model::VerdictKind::io_wait);
     take({model::StepKind::stop_waiting, 1, 0});
@@ -165,7 +165,8 @@ TEST(Explorer, ValidatedIsCleanAtTheLoadWaitScope) {
     const sim::ExploreReport sticky = explore("load-wait", "sticky-lookup");
     ASSERT_TRUE(sticky.counterexample.has_value());
     const std::vector<model::Step>& steps = sticky.counterexample->steps;
-    EXPECT_TRUE(std::any_of(steps.begin(), steps.end(), [](const model::Step& s) { return s.kind == model::StepKind::stop_waiting; }));
+    EXPECT_TRUE(std::any_of(steps.begin(), steps.end(),
+                            [](const model::Step& s) { return s.kind == model::StepKind::stop_waiting; }));
     EXPECT_EQ(sticky.counterexample->violations.front().invariant, "FM5_resident");
 }
 
@@ -217,7 +218,8 @@ TEST(Explorer, CounterexamplesAreShortest) {
     shallower.max_depth = static_cast<std::uint32_t>(r.counterexample->steps.size() - 1);
     sim::ExploreOptions options;
     options.target = "RL3_toctou";
-    EXPECT_FALSE(sim::explore(shallower, model::find_policy("no-revalidate")->defenses, options).counterexample.has_value());
+    EXPECT_FALSE(
+        sim::explore(shallower, model::find_policy("no-revalidate")->defenses, options).counterexample.has_value());
 }
 
 // Proves the strongly-connected-component pass runs on the stored graph (Boost.Graph) and that
@@ -225,7 +227,8 @@ TEST(Explorer, CounterexamplesAreShortest) {
 TEST(Explorer, LivenessAnalysisRuns) {
     sim::ExploreOptions options;
     options.keep_graph = true;
-    const sim::ExploreReport r = sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
+    const sim::ExploreReport r =
+        sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
     EXPECT_TRUE(r.exhausted);
     EXPECT_EQ(r.stuck_states, 0u);
     EXPECT_EQ(r.nontrivial_sccs, 0u) << "a cycle of states means a request can loop without progress";
@@ -273,13 +276,16 @@ TEST(Counterexample, RoundTripsThroughAScenarioFile) {
     sim::InvariantExpectation expect;
     expect.violates = {"RL3_toctou"};
     const std::string path = dir + "/ce.json";
-    sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("reference"), "no-pin", r.counterexample->steps, "test", &expect).dump(2));
+    sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("reference"), "no-pin",
+                                                          r.counterexample->steps, "test", &expect)
+                                     .dump(2));
     const sim::Scenario s = sim::load_scenario(path);
     ASSERT_TRUE(s.steps_mode);
     const sim::RunResult run = sim::run_scenario(s, {});
     EXPECT_GT(run.metrics.invariant_violations.at("RL3_toctou"), 0u);
     const sim::RunResult under_validated = sim::run_scenario(s, {"validated", 0, false, "", {}});
-    EXPECT_EQ(under_validated.metrics.invariant_violations.count("RL3_toctou"), 0u) << "the same steps are safe with every defense";
+    EXPECT_EQ(under_validated.metrics.invariant_violations.count("RL3_toctou"), 0u)
+        << "the same steps are safe with every defense";
 }
 
 // Proves a steps-mode scenario keeps its scope's rollout: written with rollout off, it loads with
@@ -300,7 +306,8 @@ TEST(Counterexample, StepsScenarioKeepsTheRollout) {
     sim::ensure_directory(dir);
     const nlohmann::json doc = sim::steps_scenario_json(scope, "validated", steps, "test", nullptr);
     EXPECT_EQ(doc["rollout"], "off");
-    EXPECT_FALSE(sim::steps_scenario_json(sim::named_scope("small"), "validated", {}, "test", nullptr).contains("rollout"));
+    EXPECT_FALSE(
+        sim::steps_scenario_json(sim::named_scope("small"), "validated", {}, "test", nullptr).contains("rollout"));
     sim::write_file_atomic(dir + "/off.json", doc.dump(2));
     const sim::Scenario s = sim::load_scenario(dir + "/off.json");
     EXPECT_EQ(s.scope.rollout, model::Rollout::off);
@@ -315,9 +322,12 @@ TEST(Explorer, PinEpochRacesAreSevenSteps) {
     for (const std::string policy : {"no-revalidate", "no-pin"}) {
         const sim::ExploreReport r = explore("pin-epoch", policy, "RL3_toctou");
         ASSERT_TRUE(r.counterexample.has_value()) << policy;
-        EXPECT_EQ(r.counterexample->steps.size(), 7u) << policy << "\n" << sim::format_counterexample(*r.counterexample);
+        EXPECT_EQ(r.counterexample->steps.size(), 7u) << policy << "\n"
+                                                      << sim::format_counterexample(*r.counterexample);
         const std::string path = ::testing::TempDir() + "/kvcheck-pin-epoch-" + policy + ".json";
-        sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("pin-epoch"), policy, r.counterexample->steps, "test", nullptr).dump(2));
+        sim::write_file_atomic(path, sim::steps_scenario_json(sim::named_scope("pin-epoch"), policy,
+                                                              r.counterexample->steps, "test", nullptr)
+                                         .dump(2));
         const sim::Scenario s = sim::load_scenario(path);
         ASSERT_TRUE(s.scope.requests.front().warm);
         EXPECT_GT(sim::run_scenario(s, {}).metrics.invariant_violations.at("RL3_toctou"), 0u) << policy;
@@ -343,10 +353,11 @@ TEST(Counterexample, ShrinkingKeepsTheViolation) {
     std::vector<model::Step> enabled;
     model::enabled_steps(w, model::kind_bit(model::StepKind::lookup), enabled);
     padded.steps.insert(padded.steps.begin(), enabled.begin(), enabled.end());
-    const sim::Counterexample shrunk =
-        sim::shrink(sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses, padded, "RL4_graph_topology");
+    const sim::Counterexample shrunk = sim::shrink(
+        sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses, padded, "RL4_graph_topology");
     EXPECT_LE(shrunk.steps.size(), padded.steps.size());
-    const sim::TrailResult replay = sim::replay_trail(sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses, shrunk.steps);
+    const sim::TrailResult replay =
+        sim::replay_trail(sim::named_scope("reference"), model::find_policy("no-graph-guard")->defenses, shrunk.steps);
     EXPECT_TRUE(replay.valid);
     EXPECT_TRUE(sim::violates(replay.violations, "RL4_graph_topology"));
     EXPECT_NE(sim::counterexample_dot(shrunk).find("RL4_graph_topology"), std::string::npos);
@@ -397,7 +408,8 @@ TEST(Explorer, ResumeAtAnyBoundEqualsTheUninterruptedRunAtThatBound) {
 TEST(Explorer, ResumedRunFindsTheSameCounterexample) {
     const sim::ExploreReport whole = explore("reference", "no-revalidate", "RL3_toctou");
     ASSERT_TRUE(whole.counterexample.has_value());
-    const sim::ExploreReport pieces = explore_in_pieces(sim::named_scope("reference"), "no-revalidate", targeting("RL3_toctou"), {500, 2'000});
+    const sim::ExploreReport pieces =
+        explore_in_pieces(sim::named_scope("reference"), "no-revalidate", targeting("RL3_toctou"), {500, 2'000});
     ASSERT_TRUE(pieces.counterexample.has_value());
     EXPECT_EQ(pieces.counterexample->steps, whole.counterexample->steps);
     EXPECT_EQ(pieces.states, whole.states);
@@ -448,7 +460,8 @@ TEST(Explorer, BadCheckpointIsAnInputError) {
     EXPECT_THROW(sim::decode_checkpoint("not a checkpoint", "x"), sim::InputError);
     sim::ExploreOptions options;
     options.max_states = 100;
-    const sim::ExploreReport r = sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
+    const sim::ExploreReport r =
+        sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
     ASSERT_TRUE(r.checkpoint.has_value());
     const std::string bytes = sim::encode_checkpoint(*r.checkpoint);
     EXPECT_THROW(sim::decode_checkpoint(bytes.substr(0, bytes.size() - 3), "x"), sim::InputError);
@@ -462,7 +475,8 @@ TEST(Explorer, BadCheckpointIsAnInputError) {
     }
     options.resume = &*r.checkpoint;
     options.target = "RL3_toctou";
-    EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options), sim::InputError);
+    EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options),
+                 sim::InputError);
 
     // A file made to pass the checksum still cannot take the explorer where the model does not go:
     // a frontier node whose step is not enabled on its path is an input error, not an assertion.
@@ -483,7 +497,8 @@ TEST(Explorer, BadCheckpointIsAnInputError) {
     }
     options.target.clear();
     options.resume = &decoded;
-    EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options), sim::InputError);
+    EXPECT_THROW(sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options),
+                 sim::InputError);
 }
 
 namespace {
@@ -537,11 +552,13 @@ TEST(Explorer, SymmetryReductionIsSoundAndKeepsCounterexamplesShortest) {
     }
     sim::ExploreOptions options;
     options.reduction = sim::Reduction::symmetry;
-    const sim::ExploreReport reduced = sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
+    const sim::ExploreReport reduced =
+        sim::explore(sim::named_scope("small"), model::find_policy("validated")->defenses, options);
     EXPECT_TRUE(reduced.exhausted);
     EXPECT_FALSE(reduced.counterexample.has_value());
     EXPECT_LE(reduced.states, explore("small", "validated").states);
-    for (const char* name : {"no-revalidate", "no-graph-guard", "shared-freelist", "hash-before-complete", "min-block-size-index"}) {
+    for (const char* name :
+         {"no-revalidate", "no-graph-guard", "shared-freelist", "hash-before-complete", "min-block-size-index"}) {
         const model::PolicyInfo& p = *model::find_policy(name);
         options.target = p.breaks;
         const sim::ExploreReport r = sim::explore(scope, p.defenses, options);

@@ -4,10 +4,6 @@
 // need not use them all).
 #pragma once
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +11,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -96,8 +96,7 @@ inline Outcome kvcheck(const std::vector<std::string>& args) {
     }
     if (pid < 0) return o;
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     o.out = read_text(out_path);
     o.err = read_text(err_path);

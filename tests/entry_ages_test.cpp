@@ -17,7 +17,8 @@ TEST(DurationHistogram, BucketsAndPercentiles) {
     EXPECT_EQ(DurationHistogram::bound_ns(30), 1'000'000u);
     for (std::size_t b = 1; b < DurationHistogram::kBounds; ++b) {
         EXPECT_GT(DurationHistogram::bound_ns(b), DurationHistogram::bound_ns(b - 1));
-        EXPECT_LE(DurationHistogram::bound_ns(b) * 100, DurationHistogram::bound_ns(b - 1) * 128) << "bucket " << b << " is over 28 % wide";
+        EXPECT_LE(DurationHistogram::bound_ns(b) * 100, DurationHistogram::bound_ns(b - 1) * 128)
+            << "bucket " << b << " is over 28 % wide";
     }
     DurationHistogram h;
     EXPECT_EQ(h.quantile_ms(0.5), 0.0);

@@ -1,12 +1,12 @@
 // What the explorer tests of both search orders share: a run cut into pieces by state bounds.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "model/policy.hpp"
 #include "sim/check/explorer.hpp"
@@ -16,7 +16,8 @@ namespace {
 // Runs `scope` under `policy` with `base`'s options to the end, stopping at each state bound in
 // turn and resuming from the checkpoint each stop wrote (round-tripped through its binary encoding).
 inline kvcheck::sim::ExploreReport explore_in_pieces(const kvcheck::sim::Scope& scope, const std::string& policy,
-                                                     const kvcheck::sim::ExploreOptions& base, const std::vector<std::uint64_t>& state_bounds) {
+                                                     const kvcheck::sim::ExploreOptions& base,
+                                                     const std::vector<std::uint64_t>& state_bounds) {
     namespace sim = kvcheck::sim;
     std::optional<sim::ExploreCheckpoint> checkpoint;
     for (std::size_t piece = 0;; ++piece) {

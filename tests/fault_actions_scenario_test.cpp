@@ -1,8 +1,6 @@
 // Fault actions and targets through the real kvcheck binary: the F5 `change` and F6/F10 `action`,
 // what F10 reaches under a captured graph, hottest and counted scheduled firings, the F2 `mode`
 // (partial, timeout) and F4's latency; eviction causes and the miss reasons the text output lists.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -12,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_fixtures.hpp"
@@ -33,7 +32,9 @@ TEST(FaultActions, ChangeAndActionChooseTheStep) {
     const auto scenario = [](const std::string& file, const nlohmann::json& fault, const std::string& tag) {
         return fault_variant(file, nlohmann::json::array({fault}), tag);
     };
-    const auto violations = [](const nlohmann::json& r, const char* name) { return r["invariant_violations"][name].get<int>(); };
+    const auto violations = [](const nlohmann::json& r, const char* name) {
+        return r["invariant_violations"][name].get<int>();
+    };
     const auto check_validated = [&](const fs::path& file, const char* fault) {
         const nlohmann::json r = policy_report(file, "validated");
         EXPECT_GT(r["faults_injected"].value(fault, 0), 0) << file;
@@ -48,14 +49,17 @@ TEST(FaultActions, ChangeAndActionChooseTheStep) {
     check_validated(weights, "F5");
 
     const std::string f6 = "fault-f6-evict-before-read.json";
-    const fs::path migrate6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "migrate"}}, "f6-migrate");
-    const fs::path offload6 = scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "offload"}}, "f6-offload");
+    const fs::path migrate6 =
+        scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "migrate"}}, "f6-migrate");
+    const fs::path offload6 =
+        scenario(f6, {{"fault", "F6"}, {"rate_ppm", 100000}, {"action", "offload"}}, "f6-offload");
     EXPECT_GT(violations(policy_report(migrate6, "no-revalidate"), "RL3_toctou"), 0);
     check_validated(migrate6, "F6");
     check_validated(offload6, "F6");
 
     const std::string f10 = "fault-f10-migration-under-graph.json";
-    const fs::path offload10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}, {"action", "offload"}}, "f10-offload");
+    const fs::path offload10 =
+        scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}, {"action", "offload"}}, "f10-offload");
     const fs::path migrate10 = scenario(f10, {{"fault", "F10"}, {"rate_ppm", 1000000}}, "f10-migrate");
     EXPECT_GT(violations(policy_report(offload10, "registered-is-resident"), "FM5_resident"), 0);
     EXPECT_EQ(violations(policy_report(migrate10, "registered-is-resident"), "FM5_resident"), 0);
@@ -86,22 +90,28 @@ TEST(FaultTargets, F10ReachesWhatACapturedGraphReferences) {
 TEST(FaultTargets, HottestScheduledFiringsDamageWhatIsReadNext) {
     const auto faults = [](const char* target) {
         nlohmann::json list = nlohmann::json::array();
-        for (int ms : {5000, 10000, 20000, 40000}) list.push_back({{"fault", "F11"}, {"at_ms", ms}, {"count", 5}, {"target", target}});
+        for (int ms : {5000, 10000, 20000, 40000})
+            list.push_back({{"fault", "F11"}, {"at_ms", ms}, {"count", 5}, {"target", target}});
         return list;
     };
     const std::string file = "fault-f11-lost-block.json";
     const fs::path coldest = fault_variant(file, faults("coldest"), "f11-coldest");
     const fs::path hottest = fault_variant(file, faults("hottest"), "f11-hottest");
     const auto fm1 = [](const nlohmann::json& r) { return r["invariant_violations"]["FM1_segment_whole"].get<int>(); };
-    const auto partial = [](const nlohmann::json& r) { return r["miss_reasons"].value("compressed_kv", nlohmann::json::object()).value("partial_segment", 0); };
+    const auto partial = [](const nlohmann::json& r) {
+        return r["miss_reasons"].value("compressed_kv", nlohmann::json::object()).value("partial_segment", 0);
+    };
 
     const nlohmann::json cold = policy_report(coldest, "partial-segment-ok");
     EXPECT_EQ(cold["faults_injected"].value("F11", 0), 20);
     EXPECT_EQ(cold["silent_corruptions"].get<int>(), 0);
     EXPECT_EQ(fm1(cold), 0);
     // The default is the coldest: naming it changes nothing.
-    const fs::path unnamed = fault_variant(file, {{{"fault", "F11"}, {"at_ms", 5000}, {"count", 5}}, {{"fault", "F11"}, {"at_ms", 10000}, {"count", 5}},
-                                                  {{"fault", "F11"}, {"at_ms", 20000}, {"count", 5}}, {{"fault", "F11"}, {"at_ms", 40000}, {"count", 5}}},
+    const fs::path unnamed = fault_variant(file,
+                                           {{{"fault", "F11"}, {"at_ms", 5000}, {"count", 5}},
+                                            {{"fault", "F11"}, {"at_ms", 10000}, {"count", 5}},
+                                            {{"fault", "F11"}, {"at_ms", 20000}, {"count", 5}},
+                                            {{"fault", "F11"}, {"at_ms", 40000}, {"count", 5}}},
                                            "f11-unnamed");
     EXPECT_EQ(policy_report(unnamed, "partial-segment-ok")["final_state_hash"], cold["final_state_hash"]);
 
@@ -122,14 +132,16 @@ TEST(FaultTargets, HottestScheduledFiringsDamageWhatIsReadNext) {
 TEST(FaultTargets, ScheduledFiringsWithACountHitDifferentSegments) {
     for (const auto& [file, fault, at_ms] : {std::tuple{"fault-f3-index-version-skew.json", "F3", 10000},
                                              std::tuple{"fault-f10-migration-under-graph.json", "F10", 3000}}) {
-        const fs::path scenario = fault_variant(file, {{{"fault", fault}, {"at_ms", at_ms}, {"count", 5}}}, std::string("count-") + fault);
+        const fs::path scenario =
+            fault_variant(file, {{{"fault", fault}, {"at_ms", at_ms}, {"count", 5}}}, std::string("count-") + fault);
         const fs::path out = scratch(std::string("count-out-") + fault);
         const Outcome o = kvcheck({"run", scenario.string(), "--quiet", "--out", out.string()});
         ASSERT_EQ(o.code, 0) << o.all();
         const nlohmann::json timeline = read_json(out / "timeline.json");
         std::vector<std::string> targets;
         for (const auto& e : timeline["traceEvents"])
-            if (e.value("ph", "") == "i" && e["ts"] == at_ms * 1000.0 && e["name"].get<std::string>().starts_with(fault))
+            if (e.value("ph", "") == "i" && e["ts"] == at_ms * 1000.0 &&
+                e["name"].get<std::string>().starts_with(fault))
                 targets.push_back(e["args"]["detail"]);
         ASSERT_EQ(targets.size(), 5u) << fault;
         std::sort(targets.begin(), targets.end());
@@ -160,7 +172,8 @@ TEST(FaultActions, F2ModePartialCutsLoadsShort) {
     EXPECT_EQ(policy_report(error, "trust-partial-load")["final_state_hash"], base["final_state_hash"]);
     const nlohmann::json trusted = policy_report(partial, "trust-partial-load");
     EXPECT_GT(trusted["faults_injected"].value("F2", 0), 0);
-    EXPECT_LT(trusted["load_failures"].get<int>(), base["load_failures"].get<int>()) << "partial loads now count as loads";
+    EXPECT_LT(trusted["load_failures"].get<int>(), base["load_failures"].get<int>())
+        << "partial loads now count as loads";
     EXPECT_GT(trusted["silent_corruptions"].get<int>(), 0);
     EXPECT_GT(trusted["invariant_violations"].value("OR1_ground_truth", 0), 0);
     EXPECT_EQ(trusted["invariant_violations"].value("FM5_resident", 0), 0);
@@ -191,22 +204,26 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
     ASSERT_GT(error["load_failures"].get<int>(), 0);
     EXPECT_LT(error["io_wait_ms"]["p99"].get<double>(), 50.0);
 
-    const nlohmann::json hung = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout");
+    const nlohmann::json hung =
+        report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout");
     EXPECT_GT(hung["faults_injected"].value("F2", 0), 0);
     EXPECT_GT(hung["load_failures"].get<int>(), 0);
     ASSERT_GT(hung["io_wait_ms"]["waits"].get<int>(), 0);
     EXPECT_EQ(hung["io_wait_ms"]["p99"].get<double>(), 250.0) << "the longest waits end at the timeout";
     clean(hung);
-    const nlohmann::json by_default = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}}}, "f2-timeout-default");
+    const nlohmann::json by_default =
+        report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}}}, "f2-timeout-default");
     EXPECT_EQ(by_default["io_wait_ms"]["p99"].get<double>(), 1000.0);
     clean(by_default);
 
-    const nlohmann::json once = report({{{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout-once");
+    const nlohmann::json once =
+        report({{{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout-once");
     EXPECT_EQ(once["faults_injected"].value("F2", 0), 1);
     EXPECT_LE(once["load_failures"].get<int>(), 1);
     clean(once);
     // Aimed at request 132, which loads: its load hangs from its start, and its wait lasts the timeout.
-    const nlohmann::json aimed = report({{{"fault", "F2"}, {"at_request", 132}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout-aimed");
+    const nlohmann::json aimed = report(
+        {{{"fault", "F2"}, {"at_request", 132}, {"mode", "timeout"}, {"timeout_us", 250000}}}, "f2-timeout-aimed");
     EXPECT_EQ(aimed["faults_injected"].value("F2", 0), 1);
     EXPECT_EQ(aimed["load_failures"].get<int>(), 1);
     EXPECT_EQ(aimed["io_wait_ms"]["p99"].get<double>(), 250.0);
@@ -214,12 +231,14 @@ TEST(FaultActions, F2ModeTimeoutFailsAHungTransferAtItsTimeout) {
 
     // The last entry that gives a timeout sets it: a later entry without one keeps the 250 ms
     // (it used to put back the 1 s default), so the two pairs below run the same.
-    const nlohmann::json one_given = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}},
-                                             {{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}}},
-                                            "f2-timeout-one-given");
-    const nlohmann::json both_given = report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}},
-                                              {{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}, {"timeout_us", 250000}}},
-                                             "f2-timeout-both-given");
+    const nlohmann::json one_given =
+        report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}},
+                {{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}}},
+               "f2-timeout-one-given");
+    const nlohmann::json both_given =
+        report({{{"fault", "F2"}, {"rate_ppm", 600000}, {"mode", "timeout"}, {"timeout_us", 250000}},
+                {{"fault", "F2"}, {"at_ms", 30000}, {"mode", "timeout"}, {"timeout_us", 250000}}},
+               "f2-timeout-both-given");
     EXPECT_EQ(one_given["io_wait_ms"]["p99"].get<double>(), 250.0);
     EXPECT_EQ(one_given["final_state_hash"], both_given["final_state_hash"]);
 }
@@ -239,7 +258,8 @@ TEST(FaultActions, F4LatencyComesFromTheLastEntryThatGivesOne) {
     EXPECT_EQ(after["final_state_hash"], report({once, rate}, "f4-before")["final_state_hash"]);
     EXPECT_EQ(after["final_state_hash"], report({rate, once_given}, "f4-both")["final_state_hash"]);
     EXPECT_GT(after["io_wait_ms"]["p50"].get<double>(), 250.0);
-    EXPECT_NE(after["final_state_hash"], report({{{"fault", "F4"}, {"rate_ppm", 100000}}, once}, "f4-default")["final_state_hash"]);
+    EXPECT_NE(after["final_state_hash"],
+              report({{{"fault", "F4"}, {"rate_ppm", 100000}}, once}, "f4-default")["final_state_hash"]);
 }
 
 // Proves: evictions_by_cause splits every eviction by what caused it. Each firing of F6, F7 or F8
@@ -258,15 +278,19 @@ TEST(Evictions, EachCauseCountsWhatCausedIt) {
         for (const auto& [cause, forms] : r["evictions_by_cause"].items())
             for (const auto& [form, count] : forms.items()) total[form] += count.get<std::uint64_t>();
         EXPECT_EQ(nlohmann::json(total), r["evictions"]);
-        for (const auto& [form, count] : r["evictions_last_copy"].items()) EXPECT_LE(count, r["evictions"][form]) << form;
+        for (const auto& [form, count] : r["evictions_last_copy"].items())
+            EXPECT_LE(count, r["evictions"][form]) << form;
     };
-    for (const auto& [file, fault] : std::vector<std::pair<std::string, std::string>>{
-             {"fault-f6-evict-before-read.json", "F6"}, {"fault-f7-tail-boundary-advance.json", "F7"}, {"fault-f8-swa-expiry.json", "F8"}}) {
+    for (const auto& [file, fault] :
+         std::vector<std::pair<std::string, std::string>>{{"fault-f6-evict-before-read.json", "F6"},
+                                                          {"fault-f7-tail-boundary-advance.json", "F7"},
+                                                          {"fault-f8-swa-expiry.json", "F8"}}) {
         SCOPED_TRACE(file);
         const nlohmann::json r = report(file);
         ASSERT_GT(r["faults_injected"].value(fault, 0), 0);
         std::uint64_t steps = 0;
-        for (const auto& [form, count] : r["evictions_by_cause"]["evict_step"].items()) steps += count.get<std::uint64_t>();
+        for (const auto& [form, count] : r["evictions_by_cause"]["evict_step"].items())
+            steps += count.get<std::uint64_t>();
         EXPECT_EQ(steps, r["faults_injected"][fault].get<std::uint64_t>());
         adds_up(r);
     }
@@ -292,7 +316,8 @@ TEST(TextOutput, SummaryAndCompareListTheMissReasons) {
     const nlohmann::json report = nlohmann::json::parse(json_run.out);
     std::vector<std::pair<std::string, std::uint64_t>> expected;
     for (const auto& [form, by_reason] : report["miss_reasons"].items())
-        for (const auto& [reason, count] : by_reason.items()) expected.emplace_back(form + "." + reason, count.get<std::uint64_t>());
+        for (const auto& [reason, count] : by_reason.items())
+            expected.emplace_back(form + "." + reason, count.get<std::uint64_t>());
     ASSERT_GE(expected.size(), 3u) << "quickstart's faults give validated several miss reasons";
 
     const Outcome text = kvcheck({"run", source, "--out", scratch("text-summary").string()});
@@ -306,7 +331,8 @@ TEST(TextOutput, SummaryAndCompareListTheMissReasons) {
         ASSERT_NE(eq, std::string::npos) << item;
         printed.emplace_back(item.substr(0, eq), std::stoull(item.substr(eq + 1)));
     }
-    for (std::size_t i = 1; i < printed.size(); ++i) EXPECT_GE(printed[i - 1].second, printed[i].second) << "most frequent first";
+    for (std::size_t i = 1; i < printed.size(); ++i)
+        EXPECT_GE(printed[i - 1].second, printed[i].second) << "most frequent first";
     std::sort(printed.begin(), printed.end());
     std::sort(expected.begin(), expected.end());
     EXPECT_EQ(printed, expected);
@@ -320,7 +346,8 @@ TEST(TextOutput, SummaryAndCompareListTheMissReasons) {
     // validated's column of the "requests reusing" rows is its requests_by_reuse_pct.
     ASSERT_EQ(report["requests_by_reuse_pct"].size(), 7u);
     for (const auto& [range, count] : report["requests_by_reuse_pct"].items()) {
-        const std::regex row("\nrequests reusing " + range + " % +[0-9]+ +" + std::to_string(count.get<std::uint64_t>()) + "\n");
+        const std::regex row("\nrequests reusing " + range + " % +[0-9]+ +" +
+                             std::to_string(count.get<std::uint64_t>()) + "\n");
         EXPECT_TRUE(std::regex_search(cmp.out, row)) << range << " in\n" << cmp.out;
     }
 }

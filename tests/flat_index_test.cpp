@@ -2,17 +2,16 @@
 // keys, grows by 1.5x through non-power-of-two sizes without passing 80 % load, and backward-shift
 // deletion keeps probe chains intact where they wrap from the last cell to the first; the
 // allocator of the large tables aligns their big blocks for huge pages and keeps their contents.
-#include "model/flat_index.hpp"
-
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "model/core.hpp"
+#include "model/flat_index.hpp"
 #include "model/table_allocator.hpp"
 
 using kvcheck::model::FlatIndex;
@@ -56,7 +55,9 @@ std::size_t agree_with_map(FlatIndex& index, const KeyedValues& kv, int ops, std
                 }
                 break;
             }
-            default: EXPECT_EQ(index.find(key, kv.is_key(key)), it == reference.end() ? FlatIndex::kMissing : it->second); break;
+            default:
+                EXPECT_EQ(index.find(key, kv.is_key(key)), it == reference.end() ? FlatIndex::kMissing : it->second);
+                break;
         }
         EXPECT_EQ(index.size(), reference.size()) << "after op " << op;
         if (op % 97 == 0)
@@ -155,11 +156,12 @@ TEST(FlatIndexTest, BackwardShiftAcrossTheWrap) {
     for (std::uint32_t i = 0; i < 13; ++i) index.erase(kv.keys[i], i * 4);
     ASSERT_EQ(index.size(), 0u);
     std::size_t most_at_the_end = 0;  // keys homed in cells 22-23 present at once
-    const std::size_t erased = agree_with_map(index, kv, 20'000, 99, [&](const std::map<std::uint64_t, std::uint32_t>& ref) {
-        std::size_t at_end = 0;
-        for (std::size_t i = 0; i < 12; ++i) at_end += ref.count(kv.keys[i]);
-        most_at_the_end = std::max(most_at_the_end, at_end);
-    });
+    const std::size_t erased =
+        agree_with_map(index, kv, 20'000, 99, [&](const std::map<std::uint64_t, std::uint32_t>& ref) {
+            std::size_t at_end = 0;
+            for (std::size_t i = 0; i < 12; ++i) at_end += ref.count(kv.keys[i]);
+            most_at_the_end = std::max(most_at_the_end, at_end);
+        });
     EXPECT_EQ(index.cells(), 24u);
     EXPECT_GE(most_at_the_end, 6u) << "chains from cells 22-23 must have wrapped past cell 0";
     EXPECT_GT(erased, 1000u);

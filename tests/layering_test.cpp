@@ -2,8 +2,6 @@
 // file's own layer or one below it, and the model includes nothing that reaches clocks, files,
 // threads or the operating system. CMake's PRIVATE links say the same at link time; this test
 // says it for headers too, where a wrong include would otherwise compile silently.
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +9,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -74,7 +74,8 @@ TEST(Layering, IncludesPointDownwards) {
             const auto it = allowed().find(layer);
             ASSERT_NE(it, allowed().end()) << file << " is in no layer of docs/architecture.md";
             for (const std::string& inc : includes(file, project))
-                EXPECT_TRUE(it->second.count(layer_of(inc)) == 1) << file << " (layer " << layer << ") includes " << inc;
+                EXPECT_TRUE(it->second.count(layer_of(inc)) == 1)
+                    << file << " (layer " << layer << ") includes " << inc;
             ++files;
         }
     }
@@ -85,8 +86,9 @@ TEST(Layering, IncludesPointDownwards) {
 // one exception is written down here with its reason.
 TEST(Layering, ModelIncludesNoSystemFacilities) {
     const std::regex system(R"(^\s*#\s*include\s+<([^>]+)>)");
-    const std::set<std::string> forbidden = {"thread", "chrono", "fstream", "random", "filesystem", "mutex",
-                                             "atomic", "condition_variable", "future", "iostream", "ctime"};
+    const std::set<std::string> forbidden = {"thread",     "chrono",   "fstream", "random",
+                                             "filesystem", "mutex",    "atomic",  "condition_variable",
+                                             "future",     "iostream", "ctime"};
     // table_allocator.hpp hints that the state table's large arrays take transparent huge pages
     // (madvise), so a trace replay faults once per 2 MiB instead of once per 4 KiB; a hint that
     // changes no value, reads no file or clock and may fail without effect.

@@ -36,13 +36,15 @@ TEST(OnDiskPrefix, OffloadThenLoadResumes) {
     std::sort(loads.begin(), loads.end());
     EXPECT_EQ(loads, (std::vector<std::uint32_t>{std::min(kv, index), std::max(kv, index)}));
     EXPECT_EQ(p.w.requests[p.b].phase, Phase::waiting_io);
-    EXPECT_FALSE(enabled(p.w, {StepKind::pin, p.b, 0})) << "registered is not resident: nothing is read before the loads";
+    EXPECT_FALSE(enabled(p.w, {StepKind::pin, p.b, 0}))
+        << "registered is not resident: nothing is read before the loads";
     for (std::uint32_t op : io_of(look)) ok(p.w, StepKind::io_complete, op);
     EXPECT_EQ(p.w.requests[p.b].phase, Phase::io_done);
     const LookupResult again = lookup_step(p.w, p.b);
     EXPECT_EQ(again.verdict, VerdictKind::resumable);
     EXPECT_EQ(again.resume_len, 64u);
-    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit}) ok(p.w, k, p.b);
+    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit})
+        ok(p.w, k, p.b);
 }
 
 // An offload that completes while a reader pins the entry keeps both copies. Evicting it then
@@ -58,7 +60,8 @@ TEST(OnDiskPrefix, EvictingAnEntryWithADiskCopyKeepsIt) {
     for (std::uint32_t op : copies) ok(p.w, StepKind::io_complete, op);
     ASSERT_EQ(p.w.segments[kv].stage, Stage::ready);
     ASSERT_NE(p.w.segments[kv].disk, kNone);
-    for (StepKind k : {StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish}) ok(p.w, k, p.b);
+    for (StepKind k : {StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+        ok(p.w, k, p.b);
     const StepOutcome kept = ok(p.w, StepKind::evict, kv);
     ASSERT_EQ(kept.evicted.size(), 1u);
     EXPECT_TRUE(kept.evicted[0].copy_kept);
@@ -292,7 +295,8 @@ TEST(OnDiskPrefix, PartialLoadFailsUnderTheLengthCheck) {
         ASSERT_EQ(look.lookup->verdict, VerdictKind::io_wait);
         std::vector<Step> offered;
         enabled_steps(p.w, ~0u, offered);
-        const bool partial_offered = std::any_of(offered.begin(), offered.end(), [](const Step& s) { return s.kind == StepKind::partial_load; });
+        const bool partial_offered =
+            std::any_of(offered.begin(), offered.end(), [](const Step& s) { return s.kind == StepKind::partial_load; });
         EXPECT_EQ(partial_offered, !checked);
         World failed = p.w;  // the same world, whose KV load fails outright instead
         for (std::uint32_t op : io_of(look)) {

@@ -71,7 +71,8 @@ TEST(Extents, AReaderResumesInsideAnExtent) {
     EXPECT_EQ(piece->segment, extent);
     EXPECT_EQ(piece->start, 0u);
     EXPECT_EQ(piece->end, 64u);
-    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+    for (StepKind k :
+         {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
         ok(w, k, b);
 }
 
@@ -112,7 +113,8 @@ TEST(Extents, ARewrittenRangeIsAnUnpublishedDuplicate) {
     const std::uint32_t b = add(w, 2, ids(10), 160, 0);
     const LookupResult r = lookup_step(w, b);
     EXPECT_EQ(r.resume_len, 0u) << "no window survives, so nothing resumes";
-    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit}) ok(w, k, b);
+    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit})
+        ok(w, k, b);
     std::size_t duplicates = 0;
     for (const Segment& s : w.segments) {
         if (!s.live || s.group != kC1 || w.owner_uid(s) != 2) continue;
@@ -122,8 +124,10 @@ TEST(Extents, ARewrittenRangeIsAnUnpublishedDuplicate) {
     }
     EXPECT_EQ(duplicates, 2u);
     ok(w, StepKind::finish, b);
-    for (const Segment& s : w.segments) EXPECT_FALSE(s.live && s.duplicate) << "a finished writer's duplicates are freed";
-    EXPECT_EQ(ranges(w, kC1), (Ranges{{0, 64}, {64, 96}, {96, 128}, {128, 160}})) << "its chunk is cut where the cover ended";
+    for (const Segment& s : w.segments)
+        EXPECT_FALSE(s.live && s.duplicate) << "a finished writer's duplicates are freed";
+    EXPECT_EQ(ranges(w, kC1), (Ranges{{0, 64}, {64, 96}, {96, 128}, {128, 160}}))
+        << "its chunk is cut where the cover ended";
 
     const std::uint32_t c = add(w, 3, ids(11), 176, 0);
     const LookupResult again = lookup_step(w, c);
@@ -137,7 +141,8 @@ TEST(Extents, AWindowExtentShedsTheBlocksNoResumeReads) {
     const PolicyInfo& validated = *find_policy("validated");
     Limits limits;
     limits.extent_tokens = 4096;
-    World w(std::make_shared<ModelConfig>(*find_preset("deepseek-v4")), validated.defenses, limits, Rollout::cross_request);
+    World w(std::make_shared<ModelConfig>(*find_preset("deepseek-v4")), validated.defenses, limits,
+            Rollout::cross_request);
     constexpr std::uint8_t kDsSwa = 2;
     const std::vector<std::uint64_t> blocks = ids(64);
     const std::uint32_t a = add(w, 1, blocks, 1024, 0);
@@ -163,12 +168,14 @@ TEST(Extents, AWindowExtentShedsTheBlocksNoResumeReads) {
     ASSERT_EQ(facts.size(), 1u);
     EXPECT_NE(facts[0].expected, facts[0].actual);
     q.plan = {{passed, w.segments[passed].epoch, w.segments[passed].slot, 640, 768, kDsSwa, Form::swa_window}};
-    EXPECT_EQ(read_facts(w, reader)[0].expected, read_facts(w, reader)[0].actual) << "kept blocks read their writer's content";
+    EXPECT_EQ(read_facts(w, reader)[0].expected, read_facts(w, reader)[0].actual)
+        << "kept blocks read their writer's content";
     q.plan.clear();
     q.resume_len = 0;
 
     const LookupResult r = lookup_step(w, reader);
-    EXPECT_EQ(r.resume_len, 768u) << "1,023 tokens resume at the last grain point a kept window and a whole prefix allow";
+    EXPECT_EQ(r.resume_len, 768u)
+        << "1,023 tokens resume at the last grain point a kept window and a whole prefix allow";
 }
 
 // A part of a shed window extent that keeps no block holds no bytes; every other entry holds at
@@ -228,7 +235,8 @@ TEST(Extents, ATierWithoutRoomTakesOnlyEntriesHoldingNoBytes) {
 TEST(Extents, ResumableBlocksCountsWhatEachBlockSays) {
     for (const ModelConfig& config : presets()) {
         for (const char* policy : {"validated", "naive", "no-lcm"}) {
-            const World w(std::make_shared<ModelConfig>(config), find_policy(policy)->defenses, Limits{}, Rollout::cross_request);
+            const World w(std::make_shared<ModelConfig>(config), find_policy(policy)->defenses, Limits{},
+                          Rollout::cross_request);
             for (std::uint8_t g = 0; g < config.groups.size(); ++g) {
                 const CacheGroup& grp = config.groups[g];
                 if (grp.kind != GroupKind::swa) continue;
@@ -237,7 +245,8 @@ TEST(Extents, ResumableBlocksCountsWhatEachBlockSays) {
                 for (std::uint32_t from = 0; from <= 24 * b; from += b)
                     for (std::uint32_t to = from; to <= from + 40 * b; to += b) {
                         std::uint32_t one_by_one = 0;
-                        for (std::uint32_t e = from + b; e <= to; e += b) one_by_one += window_block_resumable(w, grp, e) ? 1 : 0;
+                        for (std::uint32_t e = from + b; e <= to; e += b)
+                            one_by_one += window_block_resumable(w, grp, e) ? 1 : 0;
                         ASSERT_EQ(resumable_blocks(w, g, from, to), one_by_one) << "(" << from << ", " << to << "]";
                     }
             }
@@ -263,14 +272,16 @@ TEST(Extents, AReaderSplitsTheExtentItReadsPartOf) {
     EXPECT_EQ(w.segments[rest].pins, 0u);
     EXPECT_TRUE(w.segments[rest].published);
     EXPECT_TRUE(enabled(w, {StepKind::evict, rest, 0})) << "the part nobody reads is evictable";
-    for (StepKind k : {StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish}) ok(w, k, b);
+    for (StepKind k : {StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+        ok(w, k, b);
 
     const std::uint32_t c = add(w, 3, ids(9), 144, 0);
     const LookupResult r = lookup_step(w, c);
     EXPECT_EQ(r.resume_len, 128u) << "all that request 1 wrote";
     EXPECT_TRUE(plan_reads(w.requests[c], whole));
     EXPECT_TRUE(plan_reads(w.requests[c], rest));
-    for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+    for (StepKind k :
+         {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
         ok(w, k, c);
 }
 

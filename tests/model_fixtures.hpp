@@ -2,8 +2,6 @@
 // worlds, requests over shared content blocks, and steps applied with every invariant checked.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -14,8 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "model/driver.hpp"
+#include <gtest/gtest.h>
+
 #include "model/core.hpp"
+#include "model/driver.hpp"
 #include "model/invariants.hpp"
 #include "model/match.hpp"
 #include "model/policy.hpp"
@@ -33,7 +33,7 @@ constexpr std::uint8_t kIndexer = 3;  // indexer over c1
 constexpr std::uint8_t kLinear = 4;   // linear state, 32-token checkpoints
 
 inline World toy_world(std::string_view policy = "validated", std::uint64_t budget_bytes = 1 << 20,
-                Rollout rollout = Rollout::cross_request, std::uint32_t extent_tokens = 0) {
+                       Rollout rollout = Rollout::cross_request, std::uint32_t extent_tokens = 0) {
     const PolicyInfo* info = find_policy(policy);
     EXPECT_NE(info, nullptr) << policy;
     Limits limits;
@@ -50,7 +50,7 @@ inline std::vector<std::uint64_t> ids(std::uint64_t count) {
 }
 
 inline std::uint32_t add(World& w, std::uint32_t uid, const std::vector<std::uint64_t>& block_ids, std::uint32_t input,
-                  std::uint32_t output) {
+                         std::uint32_t output) {
     return w.add_request(std::make_shared<RequestSpec>(make_request_spec(uid, block_ids, 16, input, output)));
 }
 
@@ -91,8 +91,8 @@ inline std::set<std::string> names(const std::vector<Violation>& violations) {
 
 // Lookup through commit, every step clean.
 inline void prefill(World& w, std::uint32_t r) {
-    for (StepKind k : {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
-                       StepKind::commit})
+    for (StepKind k :
+         {StepKind::lookup, StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit})
         ok(w, k, r);
 }
 
@@ -103,7 +103,8 @@ inline void run_request(World& w, std::uint32_t r) {
 }
 
 // The live segment of `group` covering [start, end) (a tail block when `tail`), or kNone.
-inline std::uint32_t seg(const World& w, std::uint8_t group, std::uint32_t start, std::uint32_t end, bool tail = false) {
+inline std::uint32_t seg(const World& w, std::uint8_t group, std::uint32_t start, std::uint32_t end,
+                         bool tail = false) {
     for (std::uint32_t id = 0; id < w.segments.size(); ++id) {
         const Segment& s = w.segments[id];
         if (s.live && s.group == group && w.start_of(s) == start && s.end == end && s.is_tail == tail) return id;
@@ -118,7 +119,8 @@ inline std::size_t live_count(const World& w, std::uint8_t group, bool tail) {
 }
 
 inline bool has_miss(const LookupResult& r, std::uint8_t group, MissReason reason) {
-    return std::any_of(r.misses.begin(), r.misses.end(), [&](const Miss& m) { return m.group == group && m.reason == reason; });
+    return std::any_of(r.misses.begin(), r.misses.end(),
+                       [&](const Miss& m) { return m.group == group && m.reason == reason; });
 }
 
 inline bool has_miss(const LookupResult& r, std::uint8_t group, Form form, MissReason reason) {
@@ -147,7 +149,7 @@ struct Pair {
 };
 
 inline Pair finished_then_extended(std::string_view policy, std::uint32_t a_tokens, std::uint32_t a_output = 0,
-                            std::uint64_t budget_bytes = 1 << 20, Rollout rollout = Rollout::cross_request) {
+                                   std::uint64_t budget_bytes = 1 << 20, Rollout rollout = Rollout::cross_request) {
     Pair p{toy_world(policy, budget_bytes, rollout), 0, 0};
     p.a = add(p.w, 1, ids(a_tokens / 16), a_tokens, a_output);
     run_request(p.w, p.a);

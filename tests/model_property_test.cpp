@@ -11,13 +11,13 @@
 //   (b) every mutant is caught violating the invariant its policy entry names, shrunk short.
 // Seeds are fixed and passed to RapidCheck directly, so runs are deterministic; the "Using
 // configuration: seed=..." line RapidCheck prints is its global default, which is not used here.
-#include <gtest/gtest.h>
-#include <rapidcheck.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
 
 #include "model/policy.hpp"
 #include "tests/property_fixtures.hpp"
@@ -52,20 +52,24 @@ std::string test_name(const testing::TestParamInfo<std::string>& info) {
 void expect_clean_and_not_vacuous(const Search& s) {
     EXPECT_TRUE(s.error.empty()) << s.error;
     EXPECT_FALSE(s.found) << "seed=0x" << std::hex << kValidatedSeed << std::dec << ": case " << s.cases + 1
-                          << " violates, shrunk to\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+                          << " violates, shrunk to\n  scope: " << s.draw << "\n"
+                          << format_run(s.shrunk);
     EXPECT_EQ(s.kinds[static_cast<std::size_t>(StepKind::partial_load)], 0u);
     for (int k = 0; k < model::kStepKindCount; ++k) {
         if (static_cast<StepKind>(k) == StepKind::partial_load) continue;
-        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u) << "step kind " << model::step_kind_name(static_cast<StepKind>(k))
-                                                              << " is rarely reached";
+        EXPECT_GE(s.kinds[static_cast<std::size_t>(k)], 30u)
+            << "step kind " << model::step_kind_name(static_cast<StepKind>(k)) << " is rarely reached";
     }
     for (std::size_t v = 0; v < 4; ++v)
-        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v)) << " is rarely given";
+        EXPECT_GE(s.verdicts[v], 30u) << "verdict " << model::verdict_name(static_cast<model::VerdictKind>(v))
+                                      << " is rarely given";
     EXPECT_GE(s.resumed_reads, std::size_t{kValidatedCases} / 10);
-    EXPECT_GE(s.cut_lookups, std::size_t{kValidatedCases} / 10) << "few lookups were cut short, so the miss tokens were rarely summed";
+    EXPECT_GE(s.cut_lookups, std::size_t{kValidatedCases} / 10)
+        << "few lookups were cut short, so the miss tokens were rarely summed";
     EXPECT_GE(s.tier_drops, 30u) << "a full host/disk tier rarely dropped an entry";
     EXPECT_GE(s.demotions, 30u) << "host memory rarely moved a copy to disk";
-    EXPECT_GE(s.arrivals, std::size_t{kValidatedCases}) << "few entries reached the GPU, so the residency reports were rarely followed";
+    EXPECT_GE(s.arrivals, std::size_t{kValidatedCases})
+        << "few entries reached the GPU, so the residency reports were rarely followed";
 }
 
 }  // namespace
@@ -81,7 +85,8 @@ TEST(ModelProperty, DefaultStepsRunEveryRequestToTheEnd) {
     draw.max_background = 2;
     draw.actor_weights = {128, 40, 40, 40, 12};
     const sim::Scope scope = build_scope(draw);
-    const CaseRun run = run_case(scope, {0, 0, 5}, draw.actor_weights, model::find_policy("validated")->defenses, {}, "");
+    const CaseRun run =
+        run_case(scope, {0, 0, 5}, draw.actor_weights, model::find_policy("validated")->defenses, {}, "");
     EXPECT_FALSE(run.violated) << format_run(run);
     model::World world = sim::initial_world(scope, model::find_policy("validated")->defenses);
     for (const model::Step& step : run.steps) model::apply(world, step);
@@ -111,23 +116,26 @@ TEST(ModelProperty, SameSeedSameCounterexample) {
 // every step, which entries hold content on the GPU is what the steps' reports of evictions and
 // residency changes say (follow_residency, as the simulator's entry ages read them).
 TEST(ModelProperty, ValidatedNeverViolatesAnInvariant) {
-    const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
-                            kFullSize);
+    const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed,
+                            kValidatedCases, kFullSize);
     expect_clean_and_not_vacuous(s);
-    std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads << " resumed reads, "
-              << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, " << s.demotions << " demotions, " << s.arrivals << " GPU arrivals, " << s.seconds << " s\nsteps by kind:";
+    std::cout << "validated: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads
+              << " resumed reads, " << s.cut_lookups << " lookups with cuts summed, " << s.tier_drops << " tier drops, "
+              << s.demotions << " demotions, " << s.arrivals << " GPU arrivals, " << s.seconds << " s\nsteps by kind:";
     for (int k = 0; k < model::kStepKindCount; ++k)
-        std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "=" << s.kinds[static_cast<std::size_t>(k)];
+        std::cout << " " << model::step_kind_name(static_cast<StepKind>(k)) << "="
+                  << s.kinds[static_cast<std::size_t>(k)];
     std::cout << "\nverdicts:";
-    for (std::size_t v = 0; v < 4; ++v) std::cout << " " << model::verdict_name(static_cast<model::VerdictKind>(v)) << "=" << s.verdicts[v];
+    for (std::size_t v = 0; v < 4; ++v)
+        std::cout << " " << model::verdict_name(static_cast<model::VerdictKind>(v)) << "=" << s.verdicts[v];
     std::cout << "\n";
 }
 
 // (a') The same with extents (docs/invariants.md, "Extents"): state-table entries of several
 // blocks, duplicates, shed windows and reads of parts of an entry keep every invariant.
 TEST(ModelProperty, ValidatedNeverViolatesAnInvariantWithExtents) {
-    const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed, kValidatedCases,
-                            kFullSize, /*extents=*/true);
+    const Search s = search(model::find_policy("validated")->defenses, "", /*vary_rollout=*/true, kValidatedSeed,
+                            kValidatedCases, kFullSize, /*extents=*/true);
     expect_clean_and_not_vacuous(s);
     std::cout << "validated with extents: " << s.cases << " cases clean, " << s.steps << " steps, " << s.resumed_reads
               << " resumed reads, " << s.seconds << " s\n";
@@ -142,15 +150,17 @@ class MutantProperty : public testing::TestWithParam<std::string> {};
 TEST_P(MutantProperty, CaughtWithAShortCounterexample) {
     const model::PolicyInfo* p = model::find_policy(GetParam());
     ASSERT_NE(p, nullptr);
-    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/!p->defenses.rollout_scope, kMutantSeed, kMutantCasesMax, kFullSize);
+    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/!p->defenses.rollout_scope, kMutantSeed,
+                            kMutantCasesMax, kFullSize);
     ASSERT_TRUE(s.error.empty()) << s.error;
-    ASSERT_TRUE(s.found) << p->name << " not caught in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed << std::dec
-                         << ", " << s.seconds << " s)";
+    ASSERT_TRUE(s.found) << p->name << " not caught in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed
+                         << std::dec << ", " << s.seconds << " s)";
     EXPECT_TRUE(sim::violates(s.shrunk.violations, p->breaks));
     EXPECT_LE(s.shrunk.steps.size(), kShortSteps) << "scope: " << s.draw << "\n" << format_run(s.shrunk);
     std::cout << p->name << " (breaks " << p->breaks << "): caught after " << s.cases + 1 << " cases, shrunk to "
               << s.shrunk.steps.size() << " steps in " << s.runs << " runs, " << s.seconds << " s (seed=0x" << std::hex
-              << kMutantSeed << std::dec << ")\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+              << kMutantSeed << std::dec << ")\n  scope: " << s.draw << "\n"
+              << format_run(s.shrunk);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMutant, MutantProperty, testing::ValuesIn(mutant_names()), test_name);
@@ -161,15 +171,17 @@ class MutantPropertyWithExtents : public testing::TestWithParam<std::string> {};
 TEST_P(MutantPropertyWithExtents, CaughtWithAShortCounterexample) {
     const model::PolicyInfo* p = model::find_policy(GetParam());
     ASSERT_NE(p, nullptr);
-    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/!p->defenses.rollout_scope, kMutantSeed, kMutantCasesMax, kFullSize,
+    const Search s = search(p->defenses, p->breaks, /*vary_rollout=*/!p->defenses.rollout_scope, kMutantSeed,
+                            kMutantCasesMax, kFullSize,
                             /*extents=*/true);
     ASSERT_TRUE(s.error.empty()) << s.error;
-    ASSERT_TRUE(s.found) << p->name << " not caught with extents in " << s.cases << " cases (seed=0x" << std::hex << kMutantSeed
-                         << std::dec << ", " << s.seconds << " s)";
+    ASSERT_TRUE(s.found) << p->name << " not caught with extents in " << s.cases << " cases (seed=0x" << std::hex
+                         << kMutantSeed << std::dec << ", " << s.seconds << " s)";
     EXPECT_TRUE(sim::violates(s.shrunk.violations, p->breaks));
     EXPECT_LE(s.shrunk.steps.size(), kShortSteps) << "scope: " << s.draw << "\n" << format_run(s.shrunk);
-    std::cout << p->name << " with extents: caught after " << s.cases + 1 << " cases, shrunk to " << s.shrunk.steps.size()
-              << " steps, " << s.seconds << " s\n  scope: " << s.draw << "\n" << format_run(s.shrunk);
+    std::cout << p->name << " with extents: caught after " << s.cases + 1 << " cases, shrunk to "
+              << s.shrunk.steps.size() << " steps, " << s.seconds << " s\n  scope: " << s.draw << "\n"
+              << format_run(s.shrunk);
 }
 
 // Every mutant but no-swa-expiry: with extents a toy window (two 16-token blocks ending on the

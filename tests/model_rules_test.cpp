@@ -14,8 +14,8 @@ using namespace kvcheck::model::fixtures;
 // VL1: the derived LCM of every preset's block sizes.
 TEST(ValidationLayers, Vl1LcmOfEveryPreset) {
     const std::map<std::string, std::uint32_t> expected = {
-        {"deepseek-v32", 64}, {"deepseek-v4", 256}, {"gemma3-27b", 64},   {"gpt-oss-120b", 64},
-        {"llama4-scout", 256}, {"qwen3-next", 784}, {"toy", 32},
+        {"deepseek-v32", 64},  {"deepseek-v4", 256}, {"gemma3-27b", 64}, {"gpt-oss-120b", 64},
+        {"llama4-scout", 256}, {"qwen3-next", 784},  {"toy", 32},
     };
     ASSERT_EQ(presets().size(), expected.size());
     for (const ModelConfig& c : presets()) {
@@ -259,8 +259,8 @@ TEST(RedLines, Rl3EvictionBetweenLookupAndPin) {
             const LookupResult again = lookup_step(p.w, p.b);
             EXPECT_EQ(again.verdict, VerdictKind::full_recompute);
             EXPECT_FALSE(plan_reads(p.w.requests[p.b], victim)) << "the evicted segment is never read";
-            for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit,
-                               StepKind::finish})
+            for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read,
+                               StepKind::commit, StepKind::finish})
                 ok(p.w, k, p.b);
         } else {
             EXPECT_FALSE(reval.stale_revalidation);
@@ -380,7 +380,7 @@ TEST(Rollout, IntraRequestReusesOnlyItsOwnScope) {
         World w = toy_world(policy, 1 << 20, Rollout::intra_request);
         const std::uint32_t a = add(w, 1, ids(4), 64, 0);
         run_request(w, a);
-        const std::uint32_t same = add(w, 1, ids(5), 80, 0);   // a later turn of the same request
+        const std::uint32_t same = add(w, 1, ids(5), 80, 0);  // a later turn of the same request
         const std::uint32_t other = add(w, 2, ids(5), 80, 0);
         const LookupResult own = lookup_step(w, same);
         EXPECT_EQ(own.resume_len, 64u);
@@ -429,7 +429,8 @@ TEST(Verdicts, EachVerdictFromItsSituation) {
     }
     {
         Pair p = finished_then_extended("validated", 128);
-        for (std::uint32_t op : io_of(ok(p.w, StepKind::offload, seg(p.w, kC4, 64, 128)))) ok(p.w, StepKind::io_complete, op);
+        for (std::uint32_t op : io_of(ok(p.w, StepKind::offload, seg(p.w, kC4, 64, 128))))
+            ok(p.w, StepKind::io_complete, op);
         const LookupResult r = lookup_step(p.w, p.b);
         EXPECT_EQ(r.verdict, VerdictKind::io_wait);
         EXPECT_EQ(r.resume_len, 128u);
@@ -451,17 +452,26 @@ TEST(Config, ProblemsAreRejected) {
         return config_problem(c);
     };
     EXPECT_NE(broken([](ModelConfig& c) { c.groups.clear(); }).find("at least one cache group"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups = {c.groups[kSwa]}; }).find("full-attention group"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kC1].block_tokens = 0; }).find("block_tokens must be positive"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kC1].layers = 0; }).find("layers must be positive"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kC4].segment_tokens = 40; }).find("multiple of block_tokens"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kSwa].window_tokens = 0; }).find("window_tokens"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kIndexer].indexed_group = kSwa; }).find("must name a full group"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kIndexer].indexed_group = 9; }).find("must name a full group"), std::string::npos);
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kIndexer].indexed_group = kC4; }).find("segment_tokens == block_tokens"),
-              std::string::npos)
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups = {c.groups[kSwa]}; }).find("full-attention group"),
+              std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kC1].block_tokens = 0; }).find("block_tokens must be positive"),
+              std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kC1].layers = 0; }).find("layers must be positive"),
+              std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kC4].segment_tokens = 40; }).find("multiple of block_tokens"),
+              std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kSwa].window_tokens = 0; }).find("window_tokens"),
+              std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kIndexer].indexed_group = kSwa; }).find("must name a full group"),
+              std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kIndexer].indexed_group = 9; }).find("must name a full group"),
+              std::string::npos);
+    EXPECT_NE(
+        broken([](ModelConfig& c) { c.groups[kIndexer].indexed_group = kC4; }).find("segment_tokens == block_tokens"),
+        std::string::npos)
         << "c4's 64-token segments are not block-sized";
-    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kLinear].state_bytes_layer = 0; }).find("state_bytes_layer"), std::string::npos);
+    EXPECT_NE(broken([](ModelConfig& c) { c.groups[kLinear].state_bytes_layer = 0; }).find("state_bytes_layer"),
+              std::string::npos);
     EXPECT_NE(broken([](ModelConfig& c) { c.groups.resize(17, c.groups[kC1]); }).find("at most 16"), std::string::npos);
     EXPECT_NE(broken([](ModelConfig& c) {
                   c.groups[kC1].block_tokens = c.groups[kC1].segment_tokens = 1021;
@@ -504,19 +514,19 @@ TEST(Mutants, TableNamesCataloguedInvariants) {
         EXPECT_TRUE(catalogue.count(p.breaks)) << p.name << " breaks unknown invariant " << p.breaks;
         const Defenses d = p.defenses;
         const Defenses v{};
-        const bool differs = d.group_intersection != v.group_intersection || d.lcm_boundary != v.lcm_boundary ||
-                             d.layout_check != v.layout_check || d.alignment_check != v.alignment_check ||
-                             d.admission_cap != v.admission_cap || d.separate_freelists != v.separate_freelists ||
-                             d.revalidate != v.revalidate || d.pin != v.pin || d.graph_guard != v.graph_guard ||
-                             d.swa_window_check != v.swa_window_check || d.index_version_check != v.index_version_check ||
-                             d.residency_check != v.residency_check || d.tail_boundary_check != v.tail_boundary_check ||
-                             d.whole_segment_check != v.whole_segment_check || d.pin_all_groups_first != v.pin_all_groups_first ||
-                             d.publish_after_complete != v.publish_after_complete ||
-                             d.own_block_size_index != v.own_block_size_index ||
-                             d.drop_verdict_on_failed_load != v.drop_verdict_on_failed_load ||
-                             d.truncate_every_group != v.truncate_every_group ||
-                             d.restore_index_with_kv != v.restore_index_with_kv || d.load_length_check != v.load_length_check ||
-                             d.rollout_scope != v.rollout_scope || d.hash_hit_is_enough != v.hash_hit_is_enough;
+        const bool differs =
+            d.group_intersection != v.group_intersection || d.lcm_boundary != v.lcm_boundary ||
+            d.layout_check != v.layout_check || d.alignment_check != v.alignment_check ||
+            d.admission_cap != v.admission_cap || d.separate_freelists != v.separate_freelists ||
+            d.revalidate != v.revalidate || d.pin != v.pin || d.graph_guard != v.graph_guard ||
+            d.swa_window_check != v.swa_window_check || d.index_version_check != v.index_version_check ||
+            d.residency_check != v.residency_check || d.tail_boundary_check != v.tail_boundary_check ||
+            d.whole_segment_check != v.whole_segment_check || d.pin_all_groups_first != v.pin_all_groups_first ||
+            d.publish_after_complete != v.publish_after_complete || d.own_block_size_index != v.own_block_size_index ||
+            d.drop_verdict_on_failed_load != v.drop_verdict_on_failed_load ||
+            d.truncate_every_group != v.truncate_every_group || d.restore_index_with_kv != v.restore_index_with_kv ||
+            d.load_length_check != v.load_length_check || d.rollout_scope != v.rollout_scope ||
+            d.hash_hit_is_enough != v.hash_hit_is_enough;
         EXPECT_TRUE(differs) << p.name << " has the validated defenses";
     }
     EXPECT_GE(mutants, 14u);

@@ -24,7 +24,8 @@ TEST(CompressedSegment, AllocateWriteReadyEvict) {
     EXPECT_EQ(w.segments[id].form, Form::compressed_kv);
     EXPECT_EQ(w.segments[id].stage, Stage::writing);
     EXPECT_FALSE(w.segments[id].published);
-    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false, 0), kNone) << "a segment being written is not yet in the index";
+    EXPECT_EQ(w.find(w.requests[a].spec->key(64), kC4, false, 0), kNone)
+        << "a segment being written is not yet in the index";
     ok(w, StepKind::read, a);
     ok(w, StepKind::commit, a);
     EXPECT_EQ(w.segments[id].stage, Stage::ready);
@@ -58,7 +59,8 @@ TEST(CompressedSegment, InterruptedEvictionIsRefusedAsPartial) {
             EXPECT_TRUE(has_miss(r, kC4, MissReason::partial_segment));
             EXPECT_EQ(r.verdict, VerdictKind::full_recompute);
             EXPECT_FALSE(plan_reads(p.w.requests[p.b], id));
-            for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read}) ok(p.w, k, p.b);
+            for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read})
+                ok(p.w, k, p.b);
         } else {
             EXPECT_EQ(r.resume_len, 64u);
             for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate}) ok(p.w, k, p.b);
@@ -252,15 +254,27 @@ TEST(IndexerState, IndexJudgedAgainstTheKvTheReadTakes) {
     const std::uint32_t r0 = add(w, 0, {1000, 1001, 1002}, 48, 0);
     const std::uint32_t r1 = add(w, 1, {1000, 2001, 2002}, 48, 24);
     const std::uint32_t r2 = add(w, 2, {1000, 1001}, 32, 0);
-    for (auto [kind, r] : std::vector<std::pair<StepKind, std::uint32_t>>{
-             {StepKind::lookup, r1}, {StepKind::pin, r1}, {StepKind::lookup, r2}, {StepKind::pin, r2},
-             {StepKind::revalidate, r2}, {StepKind::allocate, r2}, {StepKind::read, r2}, {StepKind::commit, r2},
-             {StepKind::lookup, r0}, {StepKind::revalidate, r1}, {StepKind::pin, r0}, {StepKind::finish, r2},
-             {StepKind::allocate, r1}, {StepKind::read, r1}, {StepKind::commit, r1}})
+    for (auto [kind, r] : std::vector<std::pair<StepKind, std::uint32_t>>{{StepKind::lookup, r1},
+                                                                          {StepKind::pin, r1},
+                                                                          {StepKind::lookup, r2},
+                                                                          {StepKind::pin, r2},
+                                                                          {StepKind::revalidate, r2},
+                                                                          {StepKind::allocate, r2},
+                                                                          {StepKind::read, r2},
+                                                                          {StepKind::commit, r2},
+                                                                          {StepKind::lookup, r0},
+                                                                          {StepKind::revalidate, r1},
+                                                                          {StepKind::pin, r0},
+                                                                          {StepKind::finish, r2},
+                                                                          {StepKind::allocate, r1},
+                                                                          {StepKind::read, r1},
+                                                                          {StepKind::commit, r1}})
         ok(w, kind, r);
     std::uint32_t swa_of_r1 = kNone;
     for (std::uint32_t id = 0; id < w.segments.size(); ++id)
-        if (w.segments[id].live && w.segments[id].group == kSwa && w.start_of(w.segments[id]) == 0 && w.owner_uid(w.segments[id]) == 1) swa_of_r1 = id;
+        if (w.segments[id].live && w.segments[id].group == kSwa && w.start_of(w.segments[id]) == 0 &&
+            w.owner_uid(w.segments[id]) == 1)
+            swa_of_r1 = id;
     ASSERT_NE(swa_of_r1, kNone);
     ok(w, StepKind::offload, swa_of_r1);
     for (StepKind k : {StepKind::decode, StepKind::decode, StepKind::finish}) ok(w, k, r1);

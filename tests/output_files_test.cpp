@@ -37,7 +37,8 @@ TEST_F(OutputSafety, StaleResultsAreRemoved) {
     const Cli stopped = kvcheck("check --scope small --policy no-pin --max-states 3000 --quiet --out " + at("k"));
     ASSERT_EQ(stopped.code, 0) << stopped.output;
     std::smatch line;
-    ASSERT_TRUE(std::regex_search(stopped.output, line, std::regex("continue with: kvcheck ([^\n]*)"))) << stopped.output;
+    ASSERT_TRUE(std::regex_search(stopped.output, line, std::regex("continue with: kvcheck ([^\n]*)")))
+        << stopped.output;
     EXPECT_NE(line[1].str().find("--out "), std::string::npos) << line[1];
     EXPECT_EQ(kvcheck(line[1].str() + " --quiet").code, 1);
     EXPECT_TRUE(fs::exists(at("k/counterexample.json")));
@@ -92,7 +93,8 @@ TEST_F(OutputSafety, StaleResultsAreRemoved) {
     // report on a file (not a run folder) names the input, not the default output under it.
     const Cli on_file = kvcheck("report " + at("cmp/naive/report.json"));
     EXPECT_EQ(on_file.code, 2) << on_file.output;
-    EXPECT_NE(on_file.output.find("not a folder (expected a run folder holding report.json)"), std::string::npos) << on_file.output;
+    EXPECT_NE(on_file.output.find("not a folder (expected a run folder holding report.json)"), std::string::npos)
+        << on_file.output;
 }
 
 // Proves: in a suite, each scenario's schedules go to a folder of their own (request ids restart
@@ -108,8 +110,10 @@ TEST_F(OutputSafety, SuiteSchedulesAndOutputParents) {
     requests.push_back({{"at_ms", 0}, {"input_tokens", 256}, {"output_tokens", 4}, {"blocks", first}});
     requests.push_back({{"at_ms", 5000}, {"input_tokens", 512}, {"output_tokens", 4}, {"blocks", second}});
     const nlohmann::json scenario = {{"model", "toy"}, {"workload", {{"block_size", 16}, {"requests", requests}}}};
-    for (const char* name : {"one", "two"}) std::ofstream(at(std::string("suite/") + name + ".json")) << scenario.dump() << "\n";
-    const Cli suite = kvcheck("run " + at("suite") + " --quiet --export-schedules " + at("sched") + " --junit " + at("deep/er/junit.xml"));
+    for (const char* name : {"one", "two"})
+        std::ofstream(at(std::string("suite/") + name + ".json")) << scenario.dump() << "\n";
+    const Cli suite = kvcheck("run " + at("suite") + " --quiet --export-schedules " + at("sched") + " --junit " +
+                              at("deep/er/junit.xml"));
     ASSERT_EQ(suite.code, 0) << suite.output;
     EXPECT_TRUE(fs::exists(at("sched/one/request-00000001.json")));
     EXPECT_TRUE(fs::exists(at("sched/two/request-00000001.json")));
@@ -136,10 +140,14 @@ TEST_F(OutputSafety, SuiteSchedulesAndOutputParents) {
 // --json, JUnit XML), with U+FFFD for the bad byte.
 TEST_F(OutputSafety, FileNamesThatAreNotUtf8GiveUtf8Outputs) {
     fs::create_directories(at("suite"));
-    const nlohmann::json scenario = {{"model", "toy"},
-                                     {"workload", {{"block_size", 16}, {"requests", {{{"at_ms", 0}, {"input_tokens", 64}, {"output_tokens", 4}, {"blocks", {1, 2, 3, 4}}}}}}}};
+    const nlohmann::json scenario = {
+        {"model", "toy"},
+        {"workload",
+         {{"block_size", 16},
+          {"requests", {{{"at_ms", 0}, {"input_tokens", 64}, {"output_tokens", 4}, {"blocks", {1, 2, 3, 4}}}}}}}};
     std::ofstream(at("suite/b\xFFx.json")) << scenario.dump() << "\n";
-    const Cli json = shell("(\"$KVCHECK\" run " + at("suite") + " --quiet --json --junit " + at("j.xml") + " 2>/dev/null)");
+    const Cli json =
+        shell("(\"$KVCHECK\" run " + at("suite") + " --quiet --json --junit " + at("j.xml") + " 2>/dev/null)");
     ASSERT_EQ(json.code, 0) << json.output;
     EXPECT_TRUE(nlohmann::json::parse(json.output)["scenarios"].contains("b\xEF\xBF\xBDx")) << json.output;
     EXPECT_EQ(slurp(at("j.xml")).find('\xFF'), std::string::npos);
@@ -161,8 +169,10 @@ TEST_F(OutputSafety, InterruptedSynthLeavesNoTemporaryFile) {
 // `trace stats`, `presets`, `policies` and `--help` exited 0 having printed nothing.
 TEST_F(OutputSafety, StdoutThatCannotBeWrittenExitsTwo) {
     if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
-    const std::string trace = std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl --format jsonl --block-size 16";
-    for (const std::string& args : {std::string("presets"), std::string("policies"), std::string("run --help"), "trace stats " + trace, "trace stats --json " + trace}) {
+    const std::string trace =
+        std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl --format jsonl --block-size 16";
+    for (const std::string& args : {std::string("presets"), std::string("policies"), std::string("run --help"),
+                                    "trace stats " + trace, "trace stats --json " + trace}) {
         const Cli r = shell("{ \"$KVCHECK\" " + args + " >/dev/full; }");
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
         EXPECT_EQ(r.output, "kvcheck: <stdout>: write failed\n") << args;
@@ -176,35 +186,46 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
     fs::create_directories(at("dirs/fuzz.json"));
     fs::create_directories(at("dirs/report.json"));
     fs::create_directories(at("dirs/compare.json"));
-    for (const std::string& args : {"fuzz --walks 100000 --out " + at("dirs"), "run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs"),
-                                    "compare " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs")}) {
+    for (const std::string& args :
+         {"fuzz --walks 100000 --out " + at("dirs"),
+          "run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs"),
+          "compare " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --out " + at("dirs")}) {
         const Cli r = kvcheck(args);
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
         EXPECT_NE(r.output.find("is a directory, expected a file to write"), std::string::npos) << r.output;
         EXPECT_EQ(r.output.find("seed="), std::string::npos) << "refused before the work: " << r.output;
     }
-    for (const std::string& args : {"fuzz --walks 100000 --out " + at("file/sub"), "check --out " + at("file/sub/deeper"),
-                                    "merge " + std::string(KVCHECK_SOURCE_DIR) + "/tests/bad_input/results/shard-0-of-2.json --out " + at("file/m.json")}) {
+    for (const std::string& args :
+         {"fuzz --walks 100000 --out " + at("file/sub"), "check --out " + at("file/sub/deeper"),
+          "merge " + std::string(KVCHECK_SOURCE_DIR) + "/tests/bad_input/results/shard-0-of-2.json --out " +
+              at("file/m.json")}) {
         const Cli r = kvcheck(args);
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
-        EXPECT_NE(r.output.find("is not a directory, so nothing can be written under it"), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("is not a directory, so nothing can be written under it"), std::string::npos)
+            << r.output;
     }
     const Cli regress = kvcheck("mutants --scope small --regress " + at("file/sub"));
     EXPECT_EQ(regress.code, 2) << regress.output;
     EXPECT_EQ(regress.output.find("policy"), std::string::npos) << "refused before the table: " << regress.output;
 
     // report -o never overwrites a report it reads.
-    ASSERT_EQ(kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("r")).code, 0);
+    ASSERT_EQ(
+        kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("r")).code,
+        0);
     const std::string before = slurp(at("r/report.json"));
     const Cli onto = kvcheck("report " + at("r") + " -o " + at("r/../r/report.json"));
     EXPECT_EQ(onto.code, 2) << onto.output;
     EXPECT_NE(onto.output.find("a report this page is drawn from"), std::string::npos) << onto.output;
     EXPECT_EQ(slurp(at("r/report.json")), before);
     // Nor the compare manifest its column order comes from.
-    ASSERT_EQ(kvcheck("compare " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("c")).code, 0);
+    ASSERT_EQ(
+        kvcheck("compare " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("c"))
+            .code,
+        0);
     const Cli onto_manifest = kvcheck("report " + at("c") + " -o " + at("c/compare.json"));
     EXPECT_EQ(onto_manifest.code, 2) << onto_manifest.output;
-    EXPECT_NE(onto_manifest.output.find("the manifest this page's column order comes from"), std::string::npos) << onto_manifest.output;
+    EXPECT_NE(onto_manifest.output.find("the manifest this page's column order comes from"), std::string::npos)
+        << onto_manifest.output;
 }
 
 // Proves: no command writes over one of its own inputs, by any path to it: --junit or --out of
@@ -213,17 +234,24 @@ TEST_F(OutputSafety, UnwritableOutputIsRefusedFirst) {
 TEST_F(OutputSafety, InputsAreNeverOverwritten) {
     fs::create_directories(at("in"));
     fs::copy_file(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl", at("in/report.json"));
-    const nlohmann::json scenario = {{"model", "toy"}, {"workload", {{"trace", "report.json"}, {"format", "jsonl"}, {"block_size", 16}, {"limit", 20}}}};
+    const nlohmann::json scenario = {
+        {"model", "toy"},
+        {"workload", {{"trace", "report.json"}, {"format", "jsonl"}, {"block_size", 16}, {"limit", 20}}}};
     std::ofstream(at("in/s.json")) << scenario.dump() << "\n";
     const std::string scenario_text = slurp(at("in/s.json"));
     const std::string trace_text = slurp(at("in/report.json"));
-    for (const std::string& args : {"run " + at("in/s.json") + " --junit " + at("in/../in/s.json"), "run " + at("in/s.json") + " --junit " + at("in/report.json"),
-                                    "run " + at("in/s.json") + " --out " + at("in"), "compare " + at("in/s.json") + " --out " + at("in"),
-                                    "trace convert " + at("in/report.json") + " --format jsonl --block-size 16 --out " + at("in/report.json"),
-                                    "trace synth --from " + at("in/report.json") + " --format jsonl --block-size 16 --requests 5 --out " + at("in/./report.json")}) {
+    for (const std::string& args :
+         {"run " + at("in/s.json") + " --junit " + at("in/../in/s.json"),
+          "run " + at("in/s.json") + " --junit " + at("in/report.json"),
+          "run " + at("in/s.json") + " --out " + at("in"), "compare " + at("in/s.json") + " --out " + at("in"),
+          "trace convert " + at("in/report.json") + " --format jsonl --block-size 16 --out " + at("in/report.json"),
+          "trace synth --from " + at("in/report.json") + " --format jsonl --block-size 16 --requests 5 --out " +
+              at("in/./report.json")}) {
         const Cli r = kvcheck(args);
         EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
-        EXPECT_NE(r.output.find(", an input of this command; expected another output file"), std::string::npos) << args << "\n" << r.output;
+        EXPECT_NE(r.output.find(", an input of this command; expected another output file"), std::string::npos)
+            << args << "\n"
+            << r.output;
         EXPECT_EQ(r.output.find("seed="), std::string::npos) << "refused before the work: " << r.output;
     }
     EXPECT_EQ(slurp(at("in/s.json")), scenario_text);
@@ -236,7 +264,8 @@ TEST_F(OutputSafety, InputsAreNeverOverwritten) {
 // is continued as usual.
 TEST_F(OutputSafety, CheckNeverWritesOrRemovesAFileThatIsNotItsCheckpoint) {
     for (const std::string& clash : {at("a/counterexample.json"), at("a/../a/counterexample.dot")}) {
-        const Cli r = kvcheck("check --scope small --max-states 1000 --quiet --out " + at("a") + " --checkpoint " + clash);
+        const Cli r =
+            kvcheck("check --scope small --max-states 1000 --quiet --out " + at("a") + " --checkpoint " + clash);
         EXPECT_EQ(r.code, 2) << r.output;
         EXPECT_NE(r.output.find(":--checkpoint: is the run's counterexample."), std::string::npos) << r.output;
         EXPECT_EQ(r.output.find("states="), std::string::npos) << "refused before the work: " << r.output;
@@ -263,7 +292,8 @@ TEST_F(OutputSafety, FailedRunsLeaveNoSchedulesAndSuitesSkipNothing) {
     std::string trace = slurp(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl");
     trace += "{\"timestamp\": 99999999, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
     std::ofstream(at("late-bad.jsonl")) << trace;
-    const nlohmann::json scenario = {{"model", "toy"}, {"workload", {{"trace", "late-bad.jsonl"}, {"format", "jsonl"}, {"block_size", 16}}}};
+    const nlohmann::json scenario = {
+        {"model", "toy"}, {"workload", {{"trace", "late-bad.jsonl"}, {"format", "jsonl"}, {"block_size", 16}}}};
     std::ofstream(at("late-bad.json")) << scenario.dump() << "\n";
     const Cli bad = kvcheck("run " + at("late-bad.json") + " --quiet --export-schedules " + at("sched"));
     EXPECT_EQ(bad.code, 2) << bad.output;
@@ -280,7 +310,9 @@ TEST_F(OutputSafety, FailedRunsLeaveNoSchedulesAndSuitesSkipNothing) {
     std::ofstream(at("suite/one.json")) << scenario.dump() << "\n";
     const Cli suite = kvcheck("run " + at("suite") + " --quiet");
     EXPECT_EQ(suite.code, 2) << suite.output;
-    EXPECT_NE(suite.output.find("folder.json: is not a regular file, expected a scenario of the suite"), std::string::npos) << suite.output;
+    EXPECT_NE(suite.output.find("folder.json: is not a regular file, expected a scenario of the suite"),
+              std::string::npos)
+        << suite.output;
 }
 
 // Proves: --version is a common flag (DESIGN's CLI contract): every command, nested ones too,
@@ -289,8 +321,9 @@ TEST(CommonFlags, EveryCommandTakesVersion) {
     const Cli top = kvcheck("--version");
     ASSERT_EQ(top.code, 0) << top.output;
     ASSERT_EQ(top.output.rfind("kvcheck ", 0), 0u) << top.output;
-    for (const char* command : {"run", "compare", "validate", "check", "fuzz", "merge", "mutants", "report", "presets", "policies",
-                                "replay", "trace", "trace stats", "trace synth", "trace convert", "bench"}) {
+    for (const char* command :
+         {"run", "compare", "validate", "check", "fuzz", "merge", "mutants", "report", "presets", "policies", "replay",
+          "trace", "trace stats", "trace synth", "trace convert", "bench"}) {
         const Cli c = kvcheck(std::string(command) + " --version");
         EXPECT_EQ(c.code, 0) << command << ": " << c.output;
         EXPECT_EQ(c.output, top.output) << command;
@@ -308,18 +341,22 @@ TEST_F(OutputSafety, ReplayMutantsAndBenchWriteTheirResultToOut) {
     const Cli mutants = kvcheck("mutants --scope small --policy no-pin --quiet --json --out " + at("m"));
     ASSERT_EQ(mutants.code, 0) << mutants.output;
     const nlohmann::json written = nlohmann::json::parse(slurp(at("m/mutants.json")));
-    EXPECT_EQ(without_seconds(written), without_seconds(nlohmann::json::parse(mutants.output.substr(mutants.output.find('[')))));
+    EXPECT_EQ(without_seconds(written),
+              without_seconds(nlohmann::json::parse(mutants.output.substr(mutants.output.find('[')))));
     ASSERT_EQ(written.size(), 1u);
     EXPECT_EQ(written[0]["policy"], "no-pin");
 
-    ASSERT_EQ(kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/quickstart.json --quiet --export-schedules " + at("s")).code, 0);
+    ASSERT_EQ(kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) +
+                      "/scenarios/quickstart.json --quiet --export-schedules " + at("s"))
+                  .code,
+              0);
     const Cli replay = kvcheck("replay " + at("s") + " --limit 3 --json --out " + at("r"));
     ASSERT_EQ(replay.code, 0) << replay.output;
     EXPECT_EQ(nlohmann::json::parse(slurp(at("r/replay.json"))), nlohmann::json::parse(replay.output));
 
     std::ofstream(at("file")) << "x";
-    for (const std::string& command : {"replay " + at("s") + " --out " + at("file"), "mutants --scope small --out " + at("file"),
-                                       "bench --out " + at("file")}) {
+    for (const std::string& command : {"replay " + at("s") + " --out " + at("file"),
+                                       "mutants --scope small --out " + at("file"), "bench --out " + at("file")}) {
         const Cli refused = kvcheck(command);
         EXPECT_EQ(refused.code, 2) << command << "\n" << refused.output;
         EXPECT_NE(refused.output.find("expected an output folder"), std::string::npos) << refused.output;

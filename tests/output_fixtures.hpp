@@ -2,14 +2,14 @@
 // the real kvcheck binary run in a shell, and a scratch folder per test.
 #pragma once
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+
+#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -76,7 +76,8 @@ protected:
 
     // Resumes `part`'s fuzz.json into folder `name` as if it had been interrupted under a budget
     // of `budget` walks, and expects the files and reproduce line of the run in folder "whole".
-    void expect_resume_ends_as_whole(const std::string& part, std::uint64_t budget, const std::string& name, const Cli& whole) const {
+    void expect_resume_ends_as_whole(const std::string& part, std::uint64_t budget, const std::string& name,
+                                     const Cli& whole) const {
         interrupted_copy(at(part + "/fuzz.json"), budget, at(name + "/fuzz.json"));
         const Cli resumed = kvcheck("fuzz --resume " + at(name + "/fuzz.json") + " --out " + at(name) + " --quiet");
         EXPECT_EQ(resumed.code, 1) << resumed.output;

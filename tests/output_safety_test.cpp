@@ -58,7 +58,8 @@ TEST_F(OutputSafety, FuzzReproduceLineFindsTheSameWalk) {
     const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
     EXPECT_EQ(reproduced.code, 1) << reproduced.output;
     std::smatch first;
-    ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+"))) << found.output;
+    ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+")))
+        << found.output;
     EXPECT_NE(reproduced.output.find(first[0].str()), std::string::npos) << reproduced.output;
     // stdout and stderr in one pipe (as `2>&1 | tee log` in CI): the reproduce line is a line of
     // its own, after the listing that stdout buffers.
@@ -72,11 +73,12 @@ TEST_F(OutputSafety, FuzzReproduceLineFindsTheSameWalk) {
 // violation, and a reproduce line for the campaign's first violation that finds it again.
 TEST_F(OutputSafety, MergeReportsTheViolationsAndHowToReproduceThem) {
     for (const char* shard : {"0", "1"})
-        ASSERT_EQ(kvcheck(std::string("fuzz --policy no-pin --seed 9 --walks 300 --keep-going --quiet --shard ") + shard + "/2 --out " +
-                          at(std::string("s") + shard))
+        ASSERT_EQ(kvcheck(std::string("fuzz --policy no-pin --seed 9 --walks 300 --keep-going --quiet --shard ") +
+                          shard + "/2 --out " + at(std::string("s") + shard))
                       .code,
                   1);
-    const Cli merged = kvcheck("merge " + at("s0/fuzz.json") + " " + at("s1/fuzz.json") + " --out " + at("merged.json"));
+    const Cli merged =
+        kvcheck("merge " + at("s0/fuzz.json") + " " + at("s1/fuzz.json") + " --out " + at("merged.json"));
     EXPECT_EQ(merged.code, 1) << merged.output;
     EXPECT_NE(merged.output.find("merged 2 of 2 shards: walks=600 "), std::string::npos) << merged.output;
     const nlohmann::json file = nlohmann::json::parse(slurp(at("merged.json")));
@@ -97,7 +99,10 @@ TEST_F(OutputSafety, MergeReportsTheViolationsAndHowToReproduceThem) {
 // walks; the whole clean campaign exits 0.
 TEST_F(OutputSafety, MergeOfAnUnfinishedCampaignIsNotClean) {
     for (const char* shard : {"0", "1"})
-        ASSERT_EQ(kvcheck(std::string("fuzz --seed 5 --walks 20 --quiet --shard ") + shard + "/2 --out " + at(std::string("s") + shard)).code, 0);
+        ASSERT_EQ(kvcheck(std::string("fuzz --seed 5 --walks 20 --quiet --shard ") + shard + "/2 --out " +
+                          at(std::string("s") + shard))
+                      .code,
+                  0);
     const Cli whole = kvcheck("merge " + at("s0/fuzz.json") + " " + at("s1/fuzz.json") + " --out " + at("whole.json"));
     EXPECT_EQ(whole.code, 0) << whole.output;
     const Cli missing = kvcheck("merge " + at("s0/fuzz.json") + " --out " + at("missing.json"));
@@ -127,7 +132,8 @@ TEST_F(OutputSafety, FuzzReproduceLineNamesTheModel) {
     const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
     EXPECT_EQ(reproduced.code, 1) << reproduced.output;
     std::smatch first;
-    ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+"))) << found.output;
+    ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+")))
+        << found.output;
     EXPECT_NE(reproduced.output.find(first[0].str()), std::string::npos) << reproduced.output;
 }
 
@@ -137,7 +143,8 @@ TEST_F(OutputSafety, RunReproduceLineIsShellQuoted) {
     const fs::path repo = dir_ / "a repo's copy";
     fs::create_directory_symlink(KVCHECK_SOURCE_DIR, repo);
     const std::string scenario = (repo / "scenarios/fault-f6-evict-before-read.json").string();
-    const Cli failed = shell("cd " + dir_.string() + " && \"$KVCHECK\" run \"" + scenario + "\" --policy no-pin --quiet");
+    const Cli failed =
+        shell("cd " + dir_.string() + " && \"$KVCHECK\" run \"" + scenario + "\" --policy no-pin --quiet");
     ASSERT_EQ(failed.code, 1) << failed.output;
     const std::string again = reproduce_line(failed.output);
     ASSERT_EQ(again.rfind("kvcheck run '", 0), 0u) << again;
@@ -178,7 +185,9 @@ TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {
         {"at_ms": 0, "input_tokens": 96, "output_tokens": 16, "blocks": [1, 2, 3, 4, 5, 6]},
         {"at_ms": 200, "input_tokens": 112, "output_tokens": 16, "blocks": [1, 2, 3, 4, 5, 6, 7]},
         {"at_ms": 400, "input_tokens": 80, "output_tokens": 8, "blocks": [1, 2, 3, 4, 8]}])");
-    const nlohmann::json scenario = {{"model", "toy"}, {"seed", 3}, {"workload", {{"block_size", 16}, {"requests", requests}}},
+    const nlohmann::json scenario = {{"model", "toy"},
+                                     {"seed", 3},
+                                     {"workload", {{"block_size", 16}, {"requests", requests}}},
                                      {"storage", {{"gpu_budget_bytes", 200000}}},
                                      {"faults", {{{"fault", "F6"}, {"rate_ppm", 1000000}}}},
                                      {"expect", {{"validated", {{"silent_corruptions", {{"max", 0}}}}}}}};
@@ -187,7 +196,8 @@ TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {
     EXPECT_EQ(compare.code, 1) << compare.output;
     EXPECT_NE(compare.output.find("FAIL naive: "), std::string::npos) << compare.output;
     EXPECT_EQ(compare.output.find("FAIL validated"), std::string::npos) << compare.output;
-    EXPECT_EQ(reproduce_line(compare.output), "kvcheck run " + at("f6.json") + " --policy naive --seed 3") << compare.output;
+    EXPECT_EQ(reproduce_line(compare.output), "kvcheck run " + at("f6.json") + " --policy naive --seed 3")
+        << compare.output;
     EXPECT_EQ(kvcheck(reproduce_line(compare.output).substr(std::string("kvcheck ").size()) + " --quiet").code, 1);
 }
 

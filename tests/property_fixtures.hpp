@@ -3,9 +3,6 @@
 // after every step, and a RapidCheck search over such cases.
 #pragma once
 
-#include <gtest/gtest.h>
-#include <rapidcheck.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -16,8 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "model/driver.hpp"
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
 #include "model/core.hpp"
+#include "model/driver.hpp"
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
 #include "model/steps.hpp"
@@ -32,9 +32,9 @@ using model::StepKind;
 
 // The fault kinds a scope may switch on, one bit each in ScopeDraw::fault_mask. F2's two modes
 // share io_fail's bit: a partial load is switched on with it (build_scope).
-constexpr StepKind kFaultKinds[] = {StepKind::io_fail,          StepKind::interrupt_eviction, StepKind::skew_index,
-                                    StepKind::bump_model_version, StepKind::change_layout,    StepKind::misaligned_reload,
-                                    StepKind::migrate,          StepKind::lose_block};
+constexpr StepKind kFaultKinds[] = {
+    StepKind::io_fail,       StepKind::interrupt_eviction, StepKind::skew_index, StepKind::bump_model_version,
+    StepKind::change_layout, StepKind::misaligned_reload,  StepKind::migrate,    StepKind::lose_block};
 constexpr std::uint32_t kFaultKindCount = sizeof(kFaultKinds) / sizeof(kFaultKinds[0]);
 
 // Steps taken after the last drawn integer, at most: enough for three requests to finish.
@@ -54,22 +54,23 @@ struct ScopeDraw {
     std::uint32_t fault_mask = 0;
     std::uint32_t max_faults = 0;
     std::uint32_t max_background = 0;
-    std::uint32_t rollout = 0;  // 0 cross_request, 1 intra_request, 2 off
+    std::uint32_t rollout = 0;                     // 0 cross_request, 1 intra_request, 2 off
     std::array<std::uint32_t, 5> actor_weights{};  // request, io, background, fault, config (see pick_step)
-    std::uint32_t extent_tokens = 0;  // model::Limits::extent_tokens: 0, or 64 or 128 (gen_extents)
-    std::uint32_t tier_bytes = 0;     // host/disk capacity: 0 for the default (never full), else a few entries' worth
-    bool tier_eviction = false;       // model::Limits::tier_eviction
-    std::uint32_t host_bytes = 0;     // model::Limits::host_capacity_bytes: 0 (every copy on disk) or a few entries' worth
-    bool stop_waiting = false;        // requests may stop waiting on their loads (a driver's timeout)
-    bool abort = false;               // requests may end at their loads (a driver's load-failure policy)
+    std::uint32_t extent_tokens = 0;               // model::Limits::extent_tokens: 0, or 64 or 128 (gen_extents)
+    std::uint32_t tier_bytes = 0;  // host/disk capacity: 0 for the default (never full), else a few entries' worth
+    bool tier_eviction = false;    // model::Limits::tier_eviction
+    std::uint32_t host_bytes = 0;  // model::Limits::host_capacity_bytes: 0 (every copy on disk) or a few entries' worth
+    bool stop_waiting = false;     // requests may stop waiting on their loads (a driver's timeout)
+    bool abort = false;            // requests may end at their loads (a driver's load-failure policy)
 };
 
 void showValue(const ScopeDraw& d, std::ostream& os) {
     os << "budget_bytes=" << d.budget_bytes << " max_faults=" << d.max_faults << " max_background=" << d.max_background
        << " rollout=" << d.rollout << " weights={" << d.actor_weights[0] << "," << d.actor_weights[1] << ","
-       << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4] << "} extent_tokens=" << d.extent_tokens
-       << " tier_bytes=" << d.tier_bytes << " tier_eviction=" << d.tier_eviction << " host_bytes=" << d.host_bytes
-       << " stop_waiting=" << d.stop_waiting << " abort=" << d.abort << " faults={";
+       << d.actor_weights[2] << "," << d.actor_weights[3] << "," << d.actor_weights[4]
+       << "} extent_tokens=" << d.extent_tokens << " tier_bytes=" << d.tier_bytes
+       << " tier_eviction=" << d.tier_eviction << " host_bytes=" << d.host_bytes << " stop_waiting=" << d.stop_waiting
+       << " abort=" << d.abort << " faults={";
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) os << model::step_kind_name(kFaultKinds[i]) << " ";
     os << "} requests=[";
@@ -80,13 +81,13 @@ void showValue(const ScopeDraw& d, std::ostream& os) {
 }
 
 rc::Gen<RequestDraw> gen_request() {
-    return rc::gen::build<RequestDraw>(rc::gen::set(&RequestDraw::parent, rc::gen::inRange<std::uint32_t>(0, 2)),
-                                       rc::gen::set(&RequestDraw::shared_blocks, rc::gen::inRange<std::uint32_t>(0, 9)),
-                                       rc::gen::set(&RequestDraw::prompt_blocks, rc::gen::inRange<std::uint32_t>(2, 9)),
-                                       rc::gen::set(&RequestDraw::output_tokens,
-                                                    rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 5),
-                                                                 [](std::uint32_t k) { return k * 8; })),
-                                       rc::gen::set(&RequestDraw::arrival_step, rc::gen::inRange<std::uint32_t>(0, 41)));
+    return rc::gen::build<RequestDraw>(
+        rc::gen::set(&RequestDraw::parent, rc::gen::inRange<std::uint32_t>(0, 2)),
+        rc::gen::set(&RequestDraw::shared_blocks, rc::gen::inRange<std::uint32_t>(0, 9)),
+        rc::gen::set(&RequestDraw::prompt_blocks, rc::gen::inRange<std::uint32_t>(2, 9)),
+        rc::gen::set(&RequestDraw::output_tokens,
+                     rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 5), [](std::uint32_t k) { return k * 8; })),
+        rc::gen::set(&RequestDraw::arrival_step, rc::gen::inRange<std::uint32_t>(0, 41)));
 }
 
 // Swarm over the actors' weights: a scope gives the I/O engine, the background actor and the fault
@@ -98,24 +99,29 @@ rc::Gen<std::uint32_t> gen_config_weight() { return rc::gen::element<std::uint32
 // vary_rollout: also draw the rollout mode (cross_request, where reuse happens, stays the most likely).
 rc::Gen<ScopeDraw> gen_scope(bool vary_rollout) {
     return rc::gen::build<ScopeDraw>(
-        rc::gen::set(&ScopeDraw::requests,
-                     rc::gen::mapcat(rc::gen::inRange<std::size_t>(2, 4),
-                                     [](std::size_t n) { return rc::gen::container<std::vector<RequestDraw>>(n, gen_request()); })),
+        rc::gen::set(&ScopeDraw::requests, rc::gen::mapcat(rc::gen::inRange<std::size_t>(2, 4),
+                                                           [](std::size_t n) {
+                                                               return rc::gen::container<std::vector<RequestDraw>>(
+                                                                   n, gen_request());
+                                                           })),
         rc::gen::set(&ScopeDraw::budget_bytes, rc::gen::inRange<std::uint32_t>(20'000, 200'001)),
         rc::gen::set(&ScopeDraw::fault_mask, rc::gen::inRange<std::uint32_t>(0, 1u << kFaultKindCount)),
         rc::gen::set(&ScopeDraw::max_faults, rc::gen::inRange<std::uint32_t>(1, 4)),
         rc::gen::set(&ScopeDraw::max_background, rc::gen::inRange<std::uint32_t>(0, 4)),
         rc::gen::set(&ScopeDraw::actor_weights,
-                     rc::gen::construct<std::array<std::uint32_t, 5>>(rc::gen::just<std::uint32_t>(128), gen_weight(), gen_weight(),
-                                                                      gen_weight(), gen_config_weight())),
-        rc::gen::set(&ScopeDraw::rollout, vary_rollout ? rc::gen::weightedElement<std::uint32_t>({{6, 0}, {1, 1}, {1, 2}})
-                                                       : rc::gen::just<std::uint32_t>(0)),
+                     rc::gen::construct<std::array<std::uint32_t, 5>>(rc::gen::just<std::uint32_t>(128), gen_weight(),
+                                                                      gen_weight(), gen_weight(), gen_config_weight())),
+        rc::gen::set(&ScopeDraw::rollout, vary_rollout
+                                              ? rc::gen::weightedElement<std::uint32_t>({{6, 0}, {1, 1}, {1, 2}})
+                                              : rc::gen::just<std::uint32_t>(0)),
         // A small tier fills after a few offloads; with tier eviction it then drops entries.
-        rc::gen::set(&ScopeDraw::tier_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 1'000}, {1, 4'000}, {1, 12'000}})),
+        rc::gen::set(&ScopeDraw::tier_bytes,
+                     rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 1'000}, {1, 4'000}, {1, 12'000}})),
         rc::gen::set(&ScopeDraw::tier_eviction, rc::gen::arbitrary<bool>()),
         // Host memory for one or a few copies: later offloads move the earlier ones to disk.
         rc::gen::set(&ScopeDraw::host_bytes, rc::gen::weightedElement<std::uint32_t>({{2, 0}, {1, 600}, {1, 3'000}})),
-        rc::gen::set(&ScopeDraw::stop_waiting, rc::gen::arbitrary<bool>()), rc::gen::set(&ScopeDraw::abort, rc::gen::arbitrary<bool>()));
+        rc::gen::set(&ScopeDraw::stop_waiting, rc::gen::arbitrary<bool>()),
+        rc::gen::set(&ScopeDraw::abort, rc::gen::arbitrary<bool>()));
 }
 
 // The same scopes with extents: entries of up to 64 or 128 tokens (four or eight 16-token blocks;
@@ -140,11 +146,14 @@ sim::Scope build_scope(const ScopeDraw& d) {
     if (d.tier_bytes > 0) s.limits.disk_capacity_bytes = d.tier_bytes;
     s.limits.tier_eviction = d.tier_eviction;
     s.limits.host_capacity_bytes = d.host_bytes;
-    s.rollout = d.rollout == 1 ? model::Rollout::intra_request : d.rollout == 2 ? model::Rollout::off : model::Rollout::cross_request;
+    s.rollout = d.rollout == 1   ? model::Rollout::intra_request
+                : d.rollout == 2 ? model::Rollout::off
+                                 : model::Rollout::cross_request;
     s.step_kinds = sim::actor_kinds() | sim::background_kinds();
     for (std::uint32_t i = 0; i < kFaultKindCount; ++i)
         if ((d.fault_mask >> i) & 1u) s.step_kinds |= model::kind_bit(kFaultKinds[i]);
-    if ((s.step_kinds & model::kind_bit(StepKind::io_fail)) != 0) s.step_kinds |= model::kind_bit(StepKind::partial_load);
+    if ((s.step_kinds & model::kind_bit(StepKind::io_fail)) != 0)
+        s.step_kinds |= model::kind_bit(StepKind::partial_load);
     if (d.stop_waiting) s.step_kinds |= model::kind_bit(StepKind::stop_waiting);
     if (d.abort) s.step_kinds |= model::kind_bit(StepKind::abort);
     s.max_faults = static_cast<std::uint8_t>(d.max_faults);
@@ -155,8 +164,7 @@ sim::Scope build_scope(const ScopeDraw& d) {
         std::vector<std::uint64_t> ids;
         const std::vector<std::uint64_t>* parent = i == 0 ? nullptr : &prompts[std::min<std::size_t>(r.parent, i - 1)];
         const std::size_t shared = parent == nullptr ? 0 : std::min<std::size_t>(r.shared_blocks, parent->size());
-        for (std::size_t b = 0; b < r.prompt_blocks; ++b)
-            ids.push_back(b < shared ? (*parent)[b] : 1000 * (i + 1) + b);
+        for (std::size_t b = 0; b < r.prompt_blocks; ++b) ids.push_back(b < shared ? (*parent)[b] : 1000 * (i + 1) + b);
         prompts.push_back(ids);
         s.requests.push_back({ids, r.prompt_blocks * 16, r.output_tokens});
     }
@@ -190,7 +198,8 @@ Actor actor_of(StepKind kind) {
 std::size_t pick_step(const std::vector<model::Step>& enabled, const std::array<std::uint32_t, kActorCount>& weights,
                       std::uint8_t choice) {
     std::array<std::vector<std::size_t>, kActorCount> by_actor;
-    for (std::size_t i = 0; i < enabled.size(); ++i) by_actor[static_cast<std::size_t>(actor_of(enabled[i].kind))].push_back(i);
+    for (std::size_t i = 0; i < enabled.size(); ++i)
+        by_actor[static_cast<std::size_t>(actor_of(enabled[i].kind))].push_back(i);
     std::uint32_t total = 0;
     for (std::size_t a = 0; a < kActorCount; ++a) total += by_actor[a].empty() ? 0 : weights[a];
     std::uint32_t point = std::uint32_t{choice} * total / 256;
@@ -212,8 +221,10 @@ std::size_t pick_step(const std::vector<model::Step>& enabled, const std::array<
             std::size_t success = enabled.size();
             for (std::size_t i : members) {
                 if (enabled[i].target != op) continue;
-                if (enabled[i].kind == StepKind::io_complete) success = i;
-                else outcomes.push_back(i);
+                if (enabled[i].kind == StepKind::io_complete)
+                    success = i;
+                else
+                    outcomes.push_back(i);
             }
             const std::uint64_t roll = h / ops.size();
             if (outcomes.empty() || (success != enabled.size() && roll % 2 == 0)) return success;
@@ -234,16 +245,16 @@ std::size_t pick_step(const std::vector<model::Step>& enabled, const std::array<
 }
 
 struct CaseRun {
-    std::vector<model::Step> steps;            // every step taken, through the violating one
+    std::vector<model::Step> steps;  // every step taken, through the violating one
     std::vector<std::string> described;
     std::vector<model::Violation> violations;  // of the first step that raised the watched invariant
     bool violated = false;
-    std::array<std::size_t, 4> verdicts{};     // lookups by verdict (model::VerdictKind)
-    std::size_t resumed_reads = 0;             // reads that resumed from the cache (resume_len > 0)
-    std::size_t cut_lookups = 0;               // lookups whose misses' tokens were summed (cut_accounted)
-    std::size_t tier_drops = 0;                // entries a full tier dropped for an offload
-    std::size_t demotions = 0;                 // copies moved from host memory to disk
-    std::size_t arrivals = 0;                  // entries whose content reached the GPU (StepOutcome::residency)
+    std::array<std::size_t, 4> verdicts{};  // lookups by verdict (model::VerdictKind)
+    std::size_t resumed_reads = 0;          // reads that resumed from the cache (resume_len > 0)
+    std::size_t cut_lookups = 0;            // lookups whose misses' tokens were summed (cut_accounted)
+    std::size_t tier_drops = 0;             // entries a full tier dropped for an offload
+    std::size_t demotions = 0;              // copies moved from host memory to disk
+    std::size_t arrivals = 0;               // entries whose content reached the GPU (StepOutcome::residency)
 };
 
 // Which entries hold content on the GPU, kept from the steps' reports alone (evictions and
@@ -289,8 +300,8 @@ std::uint32_t residency_mismatch(const model::World& w, std::vector<bool>& on_gp
 // that waits for loads (its misses are those before the loads), after the lookup budget (which
 // drops the plan) or without matching (rollout off, the plain hash-hit rule). Counts the
 // lookups it checked in `checked`.
-bool cut_accounted(const model::World& world, const model::Defenses& defenses, const model::Request& q, const model::LookupResult& res,
-                   std::size_t& checked) {
+bool cut_accounted(const model::World& world, const model::Defenses& defenses, const model::Request& q,
+                   const model::LookupResult& res, std::size_t& checked) {
     if (res.verdict == model::VerdictKind::io_wait || !defenses.group_intersection || defenses.hash_hit_is_enough ||
         world.rollout == model::Rollout::off || q.lookups > world.limits.max_lookups)
         return true;
@@ -319,8 +330,9 @@ std::uint32_t allowed_kinds(const sim::Scope& scope, const std::array<std::uint8
 
 // Runs one case. Stops at the first step whose violations include `watch` (any invariant when empty).
 // A request's first lookup is held back until its arrival step, unless nothing else could run.
-CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arrivals, const std::array<std::uint32_t, kActorCount>& weights,
-             const model::Defenses& defenses, const std::vector<std::uint8_t>& choices, const std::string& watch) {
+CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arrivals,
+                 const std::array<std::uint32_t, kActorCount>& weights, const model::Defenses& defenses,
+                 const std::vector<std::uint8_t>& choices, const std::string& watch) {
     CaseRun run;
     model::World world = sim::initial_world(scope, defenses);
     std::array<std::uint8_t, kActorCount> faults{};
@@ -341,14 +353,16 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         run.steps.push_back(step);
         const model::StepOutcome& outcome = driver.apply(world, step);
         if (outcome.lookup) ++run.verdicts[static_cast<std::size_t>(outcome.lookup->verdict)];
-        run.tier_drops += static_cast<std::size_t>(std::count_if(outcome.evicted.begin(), outcome.evicted.end(), [](const model::Eviction& e) {
-            return e.cause == model::EvictionCause::tier_full;
-        }));
+        run.tier_drops += static_cast<std::size_t>(
+            std::count_if(outcome.evicted.begin(), outcome.evicted.end(),
+                          [](const model::Eviction& e) { return e.cause == model::EvictionCause::tier_full; }));
         run.demotions += outcome.demotions;
         run.arrivals += follow_residency(outcome, on_gpu);
-        if (const std::uint32_t id = watch.empty() ? residency_mismatch(world, on_gpu) : model::kNone; id != model::kNone) {
-            run.violations.push_back({"residency", "entry " + std::to_string(id) + (on_gpu[id] ? " left" : " reached") +
-                                                       " the GPU without a report in StepOutcome::evicted or ::residency"});
+        if (const std::uint32_t id = watch.empty() ? residency_mismatch(world, on_gpu) : model::kNone;
+            id != model::kNone) {
+            run.violations.push_back(
+                {"residency", "entry " + std::to_string(id) + (on_gpu[id] ? " left" : " reached") +
+                                  " the GPU without a report in StepOutcome::evicted or ::residency"});
             run.violated = true;
             return run;
         }
@@ -363,9 +377,12 @@ CaseRun run_case(const sim::Scope& scope, const std::vector<std::uint32_t>& arri
         // extents, which hold nothing, may hold less.
         if (watch.empty() && std::any_of(world.segments.begin(), world.segments.end(), [&](const model::Segment& s) {
                 return s.live && world.bytes_of(s) < world.derived.min_entry_bytes &&
-                       !(world.bytes_of(s) == 0 && s.shed && !s.is_tail && world.group(s.group).kind == model::GroupKind::swa);
+                       !(world.bytes_of(s) == 0 && s.shed && !s.is_tail &&
+                         world.group(s.group).kind == model::GroupKind::swa);
             })) {
-            run.violations.push_back({"min_entry_bytes", "an entry that is no shed window part holds fewer bytes than Derived::min_entry_bytes"});
+            run.violations.push_back(
+                {"min_entry_bytes",
+                 "an entry that is no shed window part holds fewer bytes than Derived::min_entry_bytes"});
             run.violated = true;
             return run;
         }
@@ -395,20 +412,21 @@ constexpr int kFullSize = 100;
 constexpr int kChoicesMax = 128;
 
 rc::Gen<std::vector<std::uint8_t>> gen_choices() {
-    const rc::Gen<std::uint8_t> byte = rc::gen::resize(
-        kFullSize, rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 256), [](std::uint32_t b) { return static_cast<std::uint8_t>(b); }));
+    const rc::Gen<std::uint8_t> byte =
+        rc::gen::resize(kFullSize, rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 256),
+                                                [](std::uint32_t b) { return static_cast<std::uint8_t>(b); }));
     return rc::gen::resize(kChoicesMax, rc::gen::container<std::vector<std::uint8_t>>(byte));
 }
 
 struct Search {
     bool found = false;
-    int cases = 0;       // successful cases before the first counterexample
-    CaseRun shrunk;          // the last failing run: after shrinking, the minimal counterexample
-    std::string draw;    // the shrunk scope draw
+    int cases = 0;     // successful cases before the first counterexample
+    CaseRun shrunk;    // the last failing run: after shrinking, the minimal counterexample
+    std::string draw;  // the shrunk scope draw
     double seconds = 0;
-    std::string error;   // set when RapidCheck gave up or failed internally
-    std::size_t runs = 0;      // cases run, shrinking included
-    std::size_t steps = 0;     // steps taken over all runs
+    std::string error;                                       // set when RapidCheck gave up or failed internally
+    std::size_t runs = 0;                                    // cases run, shrinking included
+    std::size_t steps = 0;                                   // steps taken over all runs
     std::array<std::size_t, model::kStepKindCount> kinds{};  // steps taken by kind, over all runs
     std::array<std::size_t, 4> verdicts{};                   // lookups by verdict, over all runs
     std::size_t resumed_reads = 0;
@@ -428,12 +446,13 @@ public:
 };
 
 // Checks "no violation of `watch`" for `defenses`, deterministically from `seed`.
-Search search(const model::Defenses& defenses, const std::string& watch, bool vary_rollout, std::uint64_t seed, int max_success,
-              int max_size, bool extents = false) {
+Search search(const model::Defenses& defenses, const std::string& watch, bool vary_rollout, std::uint64_t seed,
+              int max_success, int max_size, bool extents = false) {
     Search result;
     const auto started = std::chrono::steady_clock::now();
     const auto property = [&] {
-        const ScopeDraw draw = *rc::gen::resize(kFullSize, extents ? gen_extents(vary_rollout) : gen_scope(vary_rollout));
+        const ScopeDraw draw =
+            *rc::gen::resize(kFullSize, extents ? gen_extents(vary_rollout) : gen_scope(vary_rollout));
         const std::vector<std::uint8_t> choices = *gen_choices();
         std::vector<std::uint32_t> arrivals;
         for (const RequestDraw& r : draw.requests) arrivals.push_back(r.arrival_step);
@@ -463,7 +482,8 @@ Search search(const model::Defenses& defenses, const std::string& watch, bool va
     metadata.id = watch;
     metadata.description = watch;
     QuietListener listener;
-    const rc::detail::TestResult outcome = rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params, listener);
+    const rc::detail::TestResult outcome =
+        rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params, listener);
     rc::detail::FailureResult failure;
     rc::detail::SuccessResult success;
     rc::detail::GaveUpResult gave_up;

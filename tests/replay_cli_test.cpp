@@ -1,16 +1,15 @@
 // `kvcheck replay` through the real binary: exit codes and the JSON summary, every kernel width
 // giving the same bits, and the CUDA-only options refused where CUDA is not built or present.
-#include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cuda_replay/backend.hpp"
@@ -46,7 +45,8 @@ Cli run_cli(const std::string& args, bool binary = true) {
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("kvcheck-replay-" + name + "-" + std::to_string(getpid()));
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("kvcheck-replay-" + name + "-" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;
@@ -79,7 +79,8 @@ TEST(ReplayCli, ExitCodesAndJson) {
     r = run_cli("replay " + dir.string() + " --limit 1 --json");
     EXPECT_EQ(nlohmann::json::parse(r.out)["schedules"], 1);
     // Replaying on several threads changes nothing, including the (file-name) order.
-    for (int copy = 0; copy < 4; ++copy) write(dir / ("e-copy-" + std::to_string(copy) + ".json"), schedule_to_json(toy(40 + copy, 96)));
+    for (int copy = 0; copy < 4; ++copy)
+        write(dir / ("e-copy-" + std::to_string(copy) + ".json"), schedule_to_json(toy(40 + copy, 96)));
     const Cli one = run_cli("replay " + dir.string() + " --json --jobs 1");
     const Cli three = run_cli("replay " + dir.string() + " --json --jobs 3");
     ASSERT_EQ(one.status, 0) << one.out;
@@ -107,16 +108,19 @@ TEST(ReplayCli, ExitCodesAndJson) {
 TEST(ReplayCli, EveryKernelWidthGivesTheSameBits) {
     const auto dir = fresh_dir("isa");
     Schedule damaged = toy(96);
-    for (std::size_t i = 0; i < damaged.reads.size(); ++i) damaged.reads[i].damage = i % 2 == 0 ? Damage::lost_half : Damage::misaligned;
+    for (std::size_t i = 0; i < damaged.reads.size(); ++i)
+        damaged.reads[i].damage = i % 2 == 0 ? Damage::lost_half : Damage::misaligned;
     damaged.oracle_corrupt = true;
     write(dir / "a.json", schedule_to_json(toy(40)));
     write(dir / "b.json", schedule_to_json(damaged));
     write(dir / "c.json", schedule_to_json(deepseek(512)));
-    write(dir / "d.json", schedule_to_json(clean_schedule(*model::find_preset("deepseek-v32"), random_tokens(3, 700), 512, 2, 256, 2)));
+    write(dir / "d.json",
+          schedule_to_json(clean_schedule(*model::find_preset("deepseek-v32"), random_tokens(3, 700), 512, 2, 256, 2)));
     const Cli widest = run_cli("replay " + dir.string() + " --json");
     ASSERT_EQ(widest.status, 0) << widest.out;
     for (const char* isa : {"avx2", "baseline"}) {
-        const Cli lowered = run_cli("env KVCHECK_REPLAY_ISA=" + std::string(isa) + " " + KVCHECK_BINARY + " replay " + dir.string() + " --json",
+        const Cli lowered = run_cli("env KVCHECK_REPLAY_ISA=" + std::string(isa) + " " + KVCHECK_BINARY + " replay " +
+                                        dir.string() + " --json",
                                     false);
         EXPECT_EQ(lowered.status, 0) << isa;
         EXPECT_EQ(lowered.out, widest.out) << isa;
@@ -150,6 +154,7 @@ TEST(ReplayCli, NoGraphGuardNeedsTheCudaBackend) {
     write(dir / "a.json", schedule_to_json(toy(64, 96)));
     const Cli r = run_cli("replay " + dir.string() + " --no-graph-guard");
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "kvcheck: <input>:--no-graph-guard: needs --backend cuda: the cpu backend captures no decode graphs\n");
+    EXPECT_EQ(r.out,
+              "kvcheck: <input>:--no-graph-guard: needs --backend cuda: the cpu backend captures no decode graphs\n");
     std::filesystem::remove_all(dir);
 }

@@ -5,11 +5,6 @@
 // must equal the set the oracle flagged as silent corruption (oracle.corrupt): no false alarm, no
 // miss. Scenarios whose schedules are cheap are replayed whole; for the others (DeepSeek prompts of
 // up to 126k tokens) a deterministic subset is replayed: see select() and docs/replay.md.
-#include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -66,7 +65,8 @@ std::vector<fs::path> scenarios() {
     std::vector<fs::path> faults;
     for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
         const std::string name = e.path().filename().string();
-        if (e.is_regular_file() && name.rfind("fault-", 0) == 0 && e.path().extension() == ".json") faults.push_back(e.path());
+        if (e.is_regular_file() && name.rfind("fault-", 0) == 0 && e.path().extension() == ".json")
+            faults.push_back(e.path());
     }
     std::sort(faults.begin(), faults.end());
     out.insert(out.end(), faults.begin(), faults.end());
@@ -92,7 +92,8 @@ double cost(const json& s) {
     const json& groups = s["model"]["groups"];
     for (const json& g : groups) {
         if (g["kind"] == "full") per_token += 1.0 / g["compress_ratio"].get<double>();
-        if (g["kind"] == "indexer") per_token += 1.0 / groups[g["indexed_group"].get<std::size_t>()]["compress_ratio"].get<double>();
+        if (g["kind"] == "indexer")
+            per_token += 1.0 / groups[g["indexed_group"].get<std::size_t>()]["compress_ratio"].get<double>();
     }
     const auto quadratic = [](double to, double from) { return (to * to - from * from) / 2.0; };
     const double prompt = static_cast<double>(s["tokens"].size());
@@ -145,7 +146,7 @@ struct Outcome {
     bool whole = false;
     int exported = 0;
     int replayed = 0;
-    int flagged = 0;     // oracle.corrupt among the replayed
+    int flagged = 0;  // oracle.corrupt among the replayed
     int bit_exact = 0;
     int diverged = 0;
     std::vector<std::string> false_alarms;  // diverged, the oracle said clean
@@ -156,8 +157,8 @@ std::string describe(const json& result, const json& summary) {
     std::string text = result["schedule"].get<std::string>();
     for (const json& d : summary["divergences"])
         if (d["schedule"] == result["schedule"])
-            text += " (first difference: " + d["group"].get<std::string>() + " " + d["form"].get<std::string>() + " at " +
-                    std::to_string(d["position"].get<int>()) + ")";
+            text += " (first difference: " + d["group"].get<std::string>() + " " + d["form"].get<std::string>() +
+                    " at " + std::to_string(d["position"].get<int>()) + ")";
     return text;
 }
 
@@ -170,14 +171,18 @@ Outcome check(const fs::path& scenario, const std::string& policy) {
         o.why = "trace " + trace + " is missing";
         return o;
     }
-    const fs::path work = fs::temp_directory_path() / ("kvcheck-crosscheck-" + std::to_string(getpid()) + "-" + o.scenario + "-" + policy);
+    const fs::path work = fs::temp_directory_path() /
+                          ("kvcheck-crosscheck-" + std::to_string(getpid()) + "-" + o.scenario + "-" + policy);
     fs::remove_all(work);
     const fs::path exported = work / "exported";
     const fs::path chosen = work / "chosen";
     fs::create_directories(chosen);
-    const Cli run = run_cli("run " + scenario.string() + " --policy " + policy + " --quiet --export-schedules " + exported.string());
+    const Cli run = run_cli("run " + scenario.string() + " --policy " + policy + " --quiet --export-schedules " +
+                            exported.string());
     // 0: the scenario's expectations held, 1: they did not (the schedules are written either way).
-    EXPECT_TRUE(run.status == 0 || run.status == 1) << o.scenario << " " << policy << ": kvcheck run exited " << run.status << "\n" << run.out;
+    EXPECT_TRUE(run.status == 0 || run.status == 1)
+        << o.scenario << " " << policy << ": kvcheck run exited " << run.status << "\n"
+        << run.out;
     if (run.status != 0 && run.status != 1) return o;
     std::vector<Exported> all;
     if (fs::exists(exported))
@@ -196,12 +201,14 @@ Outcome check(const fs::path& scenario, const std::string& policy) {
     for (const std::string& name : names) fs::copy_file(exported / name, chosen / name);
     const Cli replay = run_cli("replay " + chosen.string() + " --backend cpu --json");
     // 0: every verdict agrees with the oracle, 1: some does not; anything else is an error.
-    EXPECT_TRUE(replay.status == 0 || replay.status == 1) << o.scenario << " " << policy << ": kvcheck replay exited "
-                                                          << replay.status << "\n" << replay.out.substr(0, 2000);
+    EXPECT_TRUE(replay.status == 0 || replay.status == 1)
+        << o.scenario << " " << policy << ": kvcheck replay exited " << replay.status << "\n"
+        << replay.out.substr(0, 2000);
     if (replay.status != 0 && replay.status != 1) return o;
     const json summary = json::parse(replay.out, nullptr, false);
     if (summary.is_discarded()) {
-        ADD_FAILURE() << o.scenario << " " << policy << ": kvcheck replay --json printed no JSON:\n" << replay.out.substr(0, 2000);
+        ADD_FAILURE() << o.scenario << " " << policy << ": kvcheck replay --json printed no JSON:\n"
+                      << replay.out.substr(0, 2000);
         return o;
     }
     for (const json& r : summary["results"]) {
@@ -224,9 +231,9 @@ std::string report(const Outcome& o, const std::string& policy) {
         line << "skipped (" << o.why << ")";
         return line.str();
     }
-    line << "exported=" << o.exported << " replayed=" << o.replayed << (o.whole ? " (all)" : " (subset)") << " flagged=" << o.flagged
-         << " diverged=" << o.diverged << " bit_exact=" << o.bit_exact << " false_alarm=" << o.false_alarms.size()
-         << " miss=" << o.misses.size();
+    line << "exported=" << o.exported << " replayed=" << o.replayed << (o.whole ? " (all)" : " (subset)")
+         << " flagged=" << o.flagged << " diverged=" << o.diverged << " bit_exact=" << o.bit_exact
+         << " false_alarm=" << o.false_alarms.size() << " miss=" << o.misses.size();
     return line.str();
 }
 
@@ -260,7 +267,8 @@ TEST(ReplayCrosscheck, ValidatedSchedulesAreBitExact) {
     for (const Outcome& o : outcomes) {
         replayed += o.replayed;
         EXPECT_TRUE(o.false_alarms.empty()) << o.scenario << ": validated schedules diverged:" << join(o.false_alarms);
-        EXPECT_TRUE(o.misses.empty()) << o.scenario << ": the oracle flagged validated schedules that replay bit exact:" << join(o.misses);
+        EXPECT_TRUE(o.misses.empty()) << o.scenario << ": the oracle flagged validated schedules that replay bit exact:"
+                                      << join(o.misses);
         EXPECT_EQ(o.bit_exact, o.replayed) << o.scenario;
     }
     EXPECT_GT(replayed, 0) << "nothing was replayed";
@@ -275,8 +283,10 @@ TEST(ReplayCrosscheck, NaiveDivergencesAreExactlyTheOraclesCorruptions) {
     int diverged = 0;
     for (const Outcome& o : outcomes) {
         diverged += o.diverged;
-        EXPECT_TRUE(o.false_alarms.empty()) << o.scenario << ": diverged although the oracle said clean:" << join(o.false_alarms);
-        EXPECT_TRUE(o.misses.empty()) << o.scenario << ": the oracle said corrupt but the replay is bit exact:" << join(o.misses);
+        EXPECT_TRUE(o.false_alarms.empty())
+            << o.scenario << ": diverged although the oracle said clean:" << join(o.false_alarms);
+        EXPECT_TRUE(o.misses.empty()) << o.scenario
+                                      << ": the oracle said corrupt but the replay is bit exact:" << join(o.misses);
     }
     EXPECT_GT(diverged, 0) << "no naive schedule diverged: the cross-check would prove nothing";
 }
@@ -285,7 +295,8 @@ TEST(ReplayCrosscheck, NaiveDivergencesAreExactlyTheOraclesCorruptions) {
 // partial-load scenario the schedules whose replay diverges (their torn reads carry damage "torn")
 // are exactly those the oracle flagged, and some do diverge.
 TEST(ReplayCrosscheck, TornLoadDivergencesAreExactlyTheOraclesCorruptions) {
-    const Outcome o = check(fs::path(KVCHECK_SOURCE_DIR) / "scenarios" / "fault-f2-partial-load.json", "trust-partial-load");
+    const Outcome o =
+        check(fs::path(KVCHECK_SOURCE_DIR) / "scenarios" / "fault-f2-partial-load.json", "trust-partial-load");
     std::printf("%s\n", report(o, "trust-partial-load").c_str());
     ASSERT_FALSE(o.skipped) << o.why;
     EXPECT_TRUE(o.false_alarms.empty()) << "diverged although the oracle said clean:" << join(o.false_alarms);

@@ -1,13 +1,13 @@
 // Replay on the CUDA backend: bit exactness of resume against recompute on the GPU, divergence
 // naming, graph recapture after a replayed migration, and a CPU-versus-GPU report. Every test
 // skips with a message when the build has no CUDA backend or the machine has no CUDA device.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "cuda_replay/clean_reads.hpp"
 #include "cuda_replay/replay.hpp"
@@ -25,7 +25,8 @@ using fixtures::toy;
 class ReplayCuda : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!built_with_cuda()) GTEST_SKIP() << "built without CUDA (nvcc not found at configure time or KVCHECK_CUDA=OFF)";
+        if (!built_with_cuda())
+            GTEST_SKIP() << "built without CUDA (nvcc not found at configure time or KVCHECK_CUDA=OFF)";
         std::string why;
         gpu_ = make_backend("cuda", why);
         if (!gpu_) GTEST_SKIP() << "no CUDA device present: " << why;
@@ -145,8 +146,9 @@ TEST_F(ReplayCuda, CpuVersusGpuReport) {
                 if (d != 0) ++differing;
                 worst = std::max(worst, d);
             }
-        std::printf("cpu-vs-gpu %s: %zu of %zu logits differ, max %lld ulp, tokens %s\n", s.file.c_str(), differing, total,
-                    static_cast<long long>(worst), c.reference.tokens == g.reference.tokens ? "equal" : "differ");
+        std::printf("cpu-vs-gpu %s: %zu of %zu logits differ, max %lld ulp, tokens %s\n", s.file.c_str(), differing,
+                    total, static_cast<long long>(worst),
+                    c.reference.tokens == g.reference.tokens ? "equal" : "differ");
         RecordProperty(s.file + "_differing_logits", static_cast<int>(differing));
         RecordProperty(s.file + "_max_ulp", static_cast<int>(std::min<std::int64_t>(worst, 1 << 30)));
     }

@@ -1,9 +1,6 @@
 // Replay of schedules with the tiny model on the CPU reference backend: correct resumes are bit
 // exact, every kind of broken read diverges and is named by its own group, the loader rejects bad
 // input with JSON pointers. The CLI's exit codes and flags are in tests/replay_cli_test.cpp.
-#include <gtest/gtest.h>
-
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +8,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "cuda_replay/clean_reads.hpp"
 #include "cuda_replay/read_bytes.hpp"
@@ -117,7 +116,8 @@ TEST(ReplayCpuPaths, FastPathEqualsScalarPath) {
     EXPECT_EQ(scalar->name(), "cpu-scalar");
     std::vector<Schedule> cases = {toy(0), toy(40), toy(96), toy(159), deepseek(512)};
     Schedule damaged = toy(96);
-    for (std::size_t i = 0; i < damaged.reads.size(); ++i) damaged.reads[i].damage = i % 2 == 0 ? Damage::lost_half : Damage::misaligned;
+    for (std::size_t i = 0; i < damaged.reads.size(); ++i)
+        damaged.reads[i].damage = i % 2 == 0 ? Damage::lost_half : Damage::misaligned;
     cases.push_back(damaged);
     for (const model::ModelConfig& config : model::presets()) {
         if (config.name == "toy") continue;
@@ -130,7 +130,9 @@ TEST(ReplayCpuPaths, FastPathEqualsScalarPath) {
         expect_same_result(fast, slow);
         ASSERT_EQ(fast.reference.logits.size(), slow.reference.logits.size());
         for (std::size_t i = 0; i < fast.reference.logits.size(); ++i)
-            EXPECT_EQ(std::memcmp(fast.reference.logits[i].data(), slow.reference.logits[i].data(), kVocab * sizeof(float)), 0);
+            EXPECT_EQ(
+                std::memcmp(fast.reference.logits[i].data(), slow.reference.logits[i].data(), kVocab * sizeof(float)),
+                0);
     }
 }
 
@@ -181,7 +183,8 @@ TEST(ReplayToy, RequestSourcesReplayLikeExplicitSources) {
     cases.push_back(layout);
     Schedule mid_segment = toy(100);
     for (Read& read : mid_segment.reads)
-        if (read.form == model::Form::compressed_kv || read.form == model::Form::indexer_state) read.end = read.source->end = 100;
+        if (read.form == model::Form::compressed_kv || read.form == model::Form::indexer_state)
+            read.end = read.source->end = 100;
     cases.push_back(mid_segment);
     for (const Schedule& s : cases) {
         SCOPED_TRACE(s.file);
@@ -197,7 +200,8 @@ TEST(ReplayToy, EveryDamageKindDivergesInItsGroup) {
         for (std::size_t i = 0; i < clean.reads.size(); ++i) {
             Schedule s = clean;
             s.reads[i].damage = damage;
-            SCOPED_TRACE(std::string(damage_name(damage)) + " on read " + std::to_string(i) + " " + form_of(s.reads[i]));
+            SCOPED_TRACE(std::string(damage_name(damage)) + " on read " + std::to_string(i) + " " +
+                         form_of(s.reads[i]));
             const ScheduleResult r = run(s);
             expect_named(r, s.reads[i].group, form_of(s.reads[i]));
             EXPECT_EQ(r.divergence->position, 96);
@@ -244,7 +248,8 @@ TEST(ReplayToy, MissingRangesDiverge) {
     }
     Schedule expired = clean;
     for (Read& read : expired.reads)
-        if (read.form == model::Form::swa_window) read.start = read.source->start = 96 - 48, read.end = read.source->end = 96 - 16;
+        if (read.form == model::Form::swa_window)
+            read.start = read.source->start = 96 - 48, read.end = read.source->end = 96 - 16;
     expect_named(run(expired), group_named(clean, "swa"), "swa_window");
 }
 
@@ -302,7 +307,8 @@ TEST(ReplayDeepseek, MissingSwaWindowDivergesAlthoughLogitsAgree) {
     // 800 tokens: the last prompt position's window [671, 799] lies after the missing [384, 512).
     Schedule s = clean_schedule(*model::find_preset("deepseek-v4"), random_tokens(11, 800), 512, 5, 200, 3);
     const int swa = group_named(s, "swa");
-    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), [&](const Read& r) { return r.group == swa; }), s.reads.end());
+    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), [&](const Read& r) { return r.group == swa; }),
+                  s.reads.end());
     s.oracle_corrupt = true;
     const ScheduleResult r = run(s);
     EXPECT_EQ(r.resumed_hash, r.reference_hash);  // logits and tokens are equal
@@ -358,7 +364,8 @@ TEST(ReplayCustom, ChunkedGroupResumes) {
     Schedule s = clean_schedule(config, random_tokens(5, 120), 80, 9, 32, 2);
     EXPECT_TRUE(run(s).bit_exact);
     const int chunked = group_named(s, "swa");
-    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), [&](const Read& r) { return r.group == chunked; }), s.reads.end());
+    s.reads.erase(std::remove_if(s.reads.begin(), s.reads.end(), [&](const Read& r) { return r.group == chunked; }),
+                  s.reads.end());
     expect_named(run(s), chunked, "swa_window");
 }
 
@@ -383,7 +390,8 @@ TEST(ReplaySummary, CountsOracleAgreement) {
     EXPECT_EQ(s.miss, 1);
     EXPECT_FALSE(s.oracle_agrees());
     const nlohmann::json j = summary_json(s, "cpu");
-    for (const char* key : {"schedules", "bit_exact", "diverged", "divergences", "oracle_agreement"}) EXPECT_TRUE(j.contains(key)) << key;
+    for (const char* key : {"schedules", "bit_exact", "diverged", "divergences", "oracle_agreement"})
+        EXPECT_TRUE(j.contains(key)) << key;
     EXPECT_EQ(j["divergences"][0]["group"], corrupt.groups[static_cast<std::size_t>(corrupt.reads[0].group)].name);
     EXPECT_EQ(j["oracle_agreement"]["miss"], 1);
 }
@@ -393,7 +401,8 @@ TEST(ReplaySummary, CountsOracleAgreement) {
 TEST(ReplayExamples, AgreeWithTheirOracle) {
     const std::filesystem::path dir = std::filesystem::path(KVCHECK_SOURCE_DIR) / "cuda_replay" / "examples";
     std::vector<ScheduleResult> results;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) results.push_back(run(load_schedule(entry.path().string())));
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+        results.push_back(run(load_schedule(entry.path().string())));
     const Summary s = summarize(std::move(results));
     EXPECT_EQ(s.schedules, 6);
     EXPECT_EQ(s.diverged, 3);

@@ -2,11 +2,6 @@
 // self-contained, well formed, deterministic and shows every chart; a compare's columns come in
 // --policies order; bad run folders exit 2 with one line; and, where /usr/bin/chromium exists, a
 // headless browser draws every chart without an error.
-#include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,17 +9,20 @@
 #include <regex>
 #include <sstream>
 #include <string>
-
-#include "sim/report/report_svg.hpp"
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "model/invariants.hpp"
-#include "sim/report/run_folders.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/report/metrics.hpp"
 #include "sim/report/report_html.hpp"
+#include "sim/report/report_svg.hpp"
+#include "sim/report/run_folders.hpp"
 
 namespace fs = std::filesystem;
 
@@ -73,7 +71,8 @@ protected:
     static void SetUpTestSuite() {
         scratch_ = fresh_dir("scratch");
         compare_ = fresh_dir("compare");
-        const Outcome o = run(kBinary + " compare " + kSource + "/scenarios/quickstart.json --quiet --out " + compare_, scratch_);
+        const Outcome o =
+            run(kBinary + " compare " + kSource + "/scenarios/quickstart.json --quiet --out " + compare_, scratch_);
         ASSERT_EQ(o.code, 0) << o.err;
         const Outcome r = run(kBinary + " report " + compare_, scratch_);
         ASSERT_EQ(r.code, 0) << r.err;
@@ -105,29 +104,42 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             if (line.empty() || line[0] == '#') continue;
             const std::size_t space = line.rfind(' ');
             ASSERT_NE(space, std::string::npos) << line;
-            ASSERT_TRUE(samples.emplace(line.substr(0, space), std::stod(line.substr(space + 1))).second) << "repeated: " << line;
+            ASSERT_TRUE(samples.emplace(line.substr(0, space), std::stod(line.substr(space + 1))).second)
+                << "repeated: " << line;
         }
-        const std::string label = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"" + policy + "\"";
+        const std::string label =
+            "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"" + policy + "\"";
         const auto sample = [&](const std::string& name, const std::string& extra = "") {
             const auto it = samples.find("kvcheck_" + name + "{" + label + extra + "}");
             return it == samples.end() ? -1.0 : it->second;
         };
-        for (const auto& [metric, key] : std::vector<std::pair<std::string, std::string>>{
-                 {"lookups_total", "lookups"}, {"hits_total", "hits"}, {"silent_corruptions_total", "silent_corruptions"},
-                 {"offloads_total", "offloads"}, {"demotions_total", "demotions"}, {"loads_total", "loads"},
-                 {"load_failures_total", "load_failures"},
-                 {"stale_revalidations_total", "stale_revalidations"}, {"admission_refusals_total", "admission_refusals"},
-                 {"graph_recaptures_total", "graph_recaptures"}, {"prompt_tokens_total", "prompt_tokens"}, {"hit_tokens_total", "hit_tokens"},
-                 {"recomputed_tokens_total", "recomputed_tokens"}, {"trimmed_tokens_total", "trimmed_tokens"}})
+        for (const auto& [metric, key] :
+             std::vector<std::pair<std::string, std::string>>{{"lookups_total", "lookups"},
+                                                              {"hits_total", "hits"},
+                                                              {"silent_corruptions_total", "silent_corruptions"},
+                                                              {"offloads_total", "offloads"},
+                                                              {"demotions_total", "demotions"},
+                                                              {"loads_total", "loads"},
+                                                              {"load_failures_total", "load_failures"},
+                                                              {"stale_revalidations_total", "stale_revalidations"},
+                                                              {"admission_refusals_total", "admission_refusals"},
+                                                              {"graph_recaptures_total", "graph_recaptures"},
+                                                              {"prompt_tokens_total", "prompt_tokens"},
+                                                              {"hit_tokens_total", "hit_tokens"},
+                                                              {"recomputed_tokens_total", "recomputed_tokens"},
+                                                              {"trimmed_tokens_total", "trimmed_tokens"}})
             EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
-        // Gauges carry report.json's values exactly: metrics.prom writes the shortest text that reads back as the value.
+        // Gauges carry report.json's values exactly: metrics.prom writes the shortest text that reads back as the
+        // value.
         EXPECT_EQ(sample("token_hit_rate"), report["token_hit_rate"].get<double>());
         EXPECT_EQ(sample("token_reuse_rate"), report["token_reuse_rate"].get<double>());
         for (const auto& [form, count] : report["evictions_last_copy"].items())
             EXPECT_EQ(sample("evictions_last_copy_total", ",form=\"" + form + "\""), count.get<double>()) << form;
         for (const auto& [form, reasons] : report["miss_tokens"].items())
             for (const auto& [reason, tokens] : reasons.items())
-                EXPECT_EQ(sample("miss_tokens_total", ",form=\"" + form + "\",reason=\"" + reason + "\""), tokens.get<double>()) << form << " " << reason;
+                EXPECT_EQ(sample("miss_tokens_total", ",form=\"" + form + "\",reason=\"" + reason + "\""),
+                          tokens.get<double>())
+                    << form << " " << reason;
         for (const auto& [source, tokens] : report["reused_tokens_by_source"].items())
             EXPECT_EQ(sample("reused_tokens_total", ",source=\"" + source + "\""), tokens.get<double>()) << source;
         EXPECT_EQ(prom.find("kvcheck_warning{"), std::string::npos) << "the quickstart raises no warning";
@@ -141,7 +153,9 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
         ASSERT_FALSE(report["evictions_by_cause"].empty());
         for (const auto& [cause, forms] : report["evictions_by_cause"].items())
             for (const auto& [form, count] : forms.items())
-                EXPECT_EQ(sample("evictions_total", ",form=\"" + form + "\",cause=\"" + cause + "\""), count.get<double>()) << form << " " << cause;
+                EXPECT_EQ(sample("evictions_total", ",form=\"" + form + "\",cause=\"" + cause + "\""),
+                          count.get<double>())
+                    << form << " " << cause;
         for (int k = 1; k <= 11; ++k) {
             const std::string fault = "F" + std::to_string(k);
             const double injected = report["faults_injected"].value(fault, 0.0);
@@ -149,7 +163,8 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
         }
     }
     const nlohmann::json naive = nlohmann::json::parse(slurp(compare_ + "/naive/report.json"));
-    EXPECT_GT(naive["silent_corruptions"].get<double>(), 0) << "the quickstart's naive run should corrupt, or the check above is weak";
+    EXPECT_GT(naive["silent_corruptions"].get<double>(), 0)
+        << "the quickstart's naive run should corrupt, or the check above is weak";
     EXPECT_GT(naive["faults_injected"].size(), 0u);
 }
 
@@ -170,21 +185,25 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
         std::uint64_t reads = 0;
         for (std::size_t b = 0; b < bounds.size(); ++b) {
             if (b < ranges.size()) reads += buckets.at(ranges[b]).get<std::uint64_t>();
-            const std::string line = "kvcheck_request_reuse_ratio_bucket{scenario=\"quickstart\",policy=\"" + policy + "\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
+            const std::string line = "kvcheck_request_reuse_ratio_bucket{scenario=\"quickstart\",policy=\"" + policy +
+                                     "\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
             EXPECT_NE(prom.find(line), std::string::npos) << line;
         }
         EXPECT_EQ(reads, report["requests"].get<std::uint64_t>());
-        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy + "\"} " + std::to_string(reads) + "\n"), std::string::npos);
+        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy + "\"} " +
+                            std::to_string(reads) + "\n"),
+                  std::string::npos);
         reports[policy] = report;
     }
     EXPECT_EQ(reports["naive"]["requests_by_reuse_pct"]["0"], reports["naive"]["verdicts"]["full_recompute"]);
-    EXPECT_GT(reports["validated"]["requests_by_reuse_pct"]["0"].get<int>(), reports["naive"]["requests_by_reuse_pct"]["0"].get<int>());
+    EXPECT_GT(reports["validated"]["requests_by_reuse_pct"]["0"].get<int>(),
+              reports["naive"]["requests_by_reuse_pct"]["0"].get<int>());
     // A report.json written before the figures existed still renders, without their charts.
     std::vector<kvcheck::sim::NamedReport> older = kvcheck::sim::load_run_reports(compare_);
     for (kvcheck::sim::NamedReport& nr : older)
-        for (const char* key : {"requests_by_reuse_pct", "reused_tokens_by_source", "prompt_tokens", "token_hit_rate", "token_reuse_rate",
-                                "trimmed_tokens", "resume_grain_tokens", "warnings", "evictions_by_cause", "miss_tokens", "evictions_last_copy",
-                                "demotions"})
+        for (const char* key : {"requests_by_reuse_pct", "reused_tokens_by_source", "prompt_tokens", "token_hit_rate",
+                                "token_reuse_rate", "trimmed_tokens", "resume_grain_tokens", "warnings",
+                                "evictions_by_cause", "miss_tokens", "evictions_last_copy", "demotions"})
             nr.report.erase(key);
     const std::string page = kvcheck::sim::report_html(older);
     EXPECT_EQ(count(page, "Not in this report: it predates the figure."), 6u);
@@ -223,8 +242,8 @@ TEST_F(ReportTest, CountersShowFallbacksAndWorkloadCounts) {
     reports[1].report["sessions"] = {{"turns", 108}, {"waited", 45}};
     reports[1].report["samples_forked"] = 1200;
     const std::string page = kvcheck::sim::report_html(reports);
-    const std::string fallbacks =
-        kvcheck::sim::svg::format_value(reports[0].report["post_hit_fallbacks"].get<double>(), kvcheck::sim::svg::Unit::count);
+    const std::string fallbacks = kvcheck::sim::svg::format_value(reports[0].report["post_hit_fallbacks"].get<double>(),
+                                                                  kvcheck::sim::svg::Unit::count);
     EXPECT_EQ(count(page, "<tr><th>post_hit_fallbacks</th><td>" + fallbacks + "</td></tr>"), 1u) << fallbacks;
     EXPECT_EQ(count(page, "<tr><th>sessions.turns</th><td>108</td></tr>"), 1u);
     EXPECT_EQ(count(page, "<tr><th>sessions.waited</th><td>45</td></tr>"), 1u);
@@ -244,21 +263,22 @@ TEST_F(ReportTest, CompareFolderRendersBothPoliciesSideBySide) {
         EXPECT_EQ(opens, count(html_, "</" + std::string(tag) + ">")) << "unbalanced <" << tag << ">";
     }
     // Nothing is fetched: no external script, style, font or image; the only URL is the SVG namespace.
-    for (const char* external : {"<link", "@import", "url(", " src=", "<img", "<iframe"}) EXPECT_EQ(count(html_, external), 0u) << external;
+    for (const char* external : {"<link", "@import", "url(", " src=", "<img", "<iframe"})
+        EXPECT_EQ(count(html_, external), 0u) << external;
     EXPECT_EQ(count(html_, "http"), count(html_, "http://www.w3.org/2000/svg"));
     EXPECT_EQ(count(html_, "<table class=\"comparison\">"), 1u);
     EXPECT_NE(html_.find("<h3>naive</h3>"), std::string::npos);
     EXPECT_NE(html_.find("<h3>validated</h3>"), std::string::npos);
     EXPECT_NE(html_.find("--columns:2"), std::string::npos);
-    for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Reuse per request", "Misses", "Memory", "Latency",
-                            "Silent corruptions", "Invariants", "Counters"})
+    for (const char* row : {"Hits and post-hit fallbacks", "Verdicts", "Reuse per request", "Misses", "Memory",
+                            "Latency", "Silent corruptions", "Invariants", "Counters"})
         EXPECT_EQ(count(html_, "<h2>" + std::string(row) + "</h2>"), 1u) << row;
     // Thirteen charts per policy: rates, verdicts, reuse per request, reused tokens by source, miss
     // reasons, tokens cut by them, GPU memory, offloaded bytes, TTFT, I/O wait, summed I/O wait,
     // silent corruptions over time (naive has some) and invariant violations.
     EXPECT_EQ(count(html_, "<svg class=\"chart\""), 26u);
     EXPECT_NE(html_.find("No silent corruption, no invariant violated"), std::string::npos);  // validated
-    EXPECT_NE(html_.find("OR1_ground_truth"), std::string::npos);                             // naive's explained corruptions
+    EXPECT_NE(html_.find("OR1_ground_truth"), std::string::npos);  // naive's explained corruptions
     EXPECT_NE(html_.find("report.json keeps the p50 and p99"), std::string::npos);
 }
 
@@ -269,7 +289,8 @@ TEST_F(ReportTest, OutputIsDeterministic) {
     EXPECT_EQ(reports[0].name, "naive");
     EXPECT_EQ(kvcheck::sim::report_html(reports), html_);
     const std::string again = fresh_dir("again");
-    ASSERT_EQ(run(kBinary + " compare " + kSource + "/scenarios/quickstart.json --quiet --out " + again, scratch_).code, 0);
+    ASSERT_EQ(run(kBinary + " compare " + kSource + "/scenarios/quickstart.json --quiet --out " + again, scratch_).code,
+              0);
     ASSERT_EQ(run(kBinary + " report " + again + " -o " + again + "/page.html", scratch_).code, 0);
     EXPECT_EQ(slurp(again + "/page.html"), html_);
     fs::remove_all(again);
@@ -278,20 +299,23 @@ TEST_F(ReportTest, OutputIsDeterministic) {
 // `run --html` writes report.html next to report.json: one column, no comparison table.
 TEST_F(ReportTest, RunHtmlWritesASingleColumnPage) {
     const std::string out = fresh_dir("run");
-    const Outcome o = run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html --out " + out, scratch_);
+    const Outcome o =
+        run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html --out " + out, scratch_);
     ASSERT_EQ(o.code, 0) << o.err;
     const std::string page = slurp(out + "/report.html");
     EXPECT_NE(page.find("--columns:1"), std::string::npos);
     EXPECT_EQ(count(page, "<table class=\"comparison\">"), 0u);
     EXPECT_EQ(count(page, "<svg class=\"chart\""), 12u);  // validated has no corruption, so no corruption curve
-    EXPECT_EQ(run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html", scratch_).code, 2);  // --html needs --out
+    EXPECT_EQ(run(kBinary + " run " + kSource + "/scenarios/quickstart.json --quiet --html", scratch_).code,
+              2);  // --html needs --out
     fs::remove_all(out);
 }
 
 // A steps-mode run has no time series: the page says so instead of drawing empty axes.
 TEST_F(ReportTest, StepsModeRunRendersWithoutSeries) {
     const std::string out = fresh_dir("steps");
-    ASSERT_EQ(run(kBinary + " run " + kSource + "/scenarios/regress/naive.json --quiet --out " + out, scratch_).code, 0);
+    ASSERT_EQ(run(kBinary + " run " + kSource + "/scenarios/regress/naive.json --quiet --out " + out, scratch_).code,
+              0);
     ASSERT_EQ(run(kBinary + " report " + out, scratch_).code, 0);
     const std::string page = slurp(out + "/report.html");
     EXPECT_NE(page.find("No time series in this report"), std::string::npos);
@@ -318,15 +342,19 @@ TEST_F(ReportTest, BadRunFoldersExitTwoWithOneLine) {
     };
     expect_input_error(write("broken", good.substr(0, good.size() / 2)), "report.json:");
     expect_input_error(write("empty", ""), "invalid JSON");
-    expect_input_error(write("shape", std::regex_replace(good, std::regex("\"verdicts\""), "\"verdict_counts\"")), "/verdicts: missing");
-    expect_input_error(write("type", std::regex_replace(good, std::regex("\"hit_rate\": [0-9.e-]+"), "\"hit_rate\": \"high\"")),
-                       "/hit_rate: expected a number");
-    expect_input_error(write("schema", std::regex_replace(good, std::regex("\"schema_version\": 1"), "\"schema_version\": 99")),
-                       "/schema_version: report schema 99");
+    expect_input_error(write("shape", std::regex_replace(good, std::regex("\"verdicts\""), "\"verdict_counts\"")),
+                       "/verdicts: missing");
+    expect_input_error(
+        write("type", std::regex_replace(good, std::regex("\"hit_rate\": [0-9.e-]+"), "\"hit_rate\": \"high\"")),
+        "/hit_rate: expected a number");
+    expect_input_error(
+        write("schema", std::regex_replace(good, std::regex("\"schema_version\": 1"), "\"schema_version\": 99")),
+        "/schema_version: report schema 99");
     // A figure added after schema 1 (entry ages) is checked when a report has it.
     nlohmann::json aged = nlohmann::json::parse(good);
     aged["entry_ages_ms"]["lifetime"]["all"]["p50"] = -5;
-    expect_input_error(write("ages", aged.dump(2)), "/entry_ages_ms/lifetime/all/p50: expected a number of 0 or more, got -5");
+    expect_input_error(write("ages", aged.dump(2)),
+                       "/entry_ages_ms/lifetime/all/p50: expected a number of 0 or more, got -5");
     EXPECT_THROW(kvcheck::sim::load_run_reports(bad + "/type"), kvcheck::sim::InputError);
     fs::remove_all(bad);
 }
@@ -337,7 +365,9 @@ TEST_F(ReportTest, BadRunFoldersExitTwoWithOneLine) {
 TEST_F(ReportTest, CompareColumnsFollowThePoliciesOrder) {
     const std::string out = fresh_dir("order");
     const std::string toy = kSource + "/scenarios/preset-toy.json";
-    ASSERT_EQ(run(kBinary + " compare " + toy + " --policies validated,naive --seed 5 --quiet --out " + out, scratch_).code, 0);
+    ASSERT_EQ(
+        run(kBinary + " compare " + toy + " --policies validated,naive --seed 5 --quiet --out " + out, scratch_).code,
+        0);
     ASSERT_TRUE(fs::exists(out + "/compare.json"));
     const kvcheck::sim::CompareManifest manifest = kvcheck::sim::read_compare_manifest(out + "/compare.json");
     EXPECT_EQ(manifest.scenario, toy);
@@ -365,7 +395,11 @@ TEST_F(ReportTest, CompareColumnsFollowThePoliciesOrder) {
 // one line naming compare.json and the JSON pointer.
 TEST_F(ReportTest, BadCompareManifestExitsTwoWithOneLine) {
     const std::string out = fresh_dir("manifest");
-    ASSERT_EQ(run(kBinary + " compare " + kSource + "/scenarios/preset-toy.json --policies validated,naive --quiet --out " + out, scratch_).code, 0);
+    ASSERT_EQ(run(kBinary + " compare " + kSource +
+                      "/scenarios/preset-toy.json --policies validated,naive --quiet --out " + out,
+                  scratch_)
+                  .code,
+              0);
     const std::string good = slurp(out + "/compare.json");
     const auto expect_input_error = [&](const std::string& mention) {
         const Outcome o = run(kBinary + " report " + out, scratch_);
@@ -390,17 +424,22 @@ TEST_F(ReportTest, BadCompareManifestExitsTwoWithOneLine) {
 
 // Headless Chromium lays out every chart and the page records no script or console error.
 TEST_F(ReportTest, HeadlessChromiumDrawsEveryChart) {
-    if (!fs::exists(kChromium)) GTEST_SKIP() << kChromium << " not found: install the Debian package chromium to run this check";
+    if (!fs::exists(kChromium))
+        GTEST_SKIP() << kChromium << " not found: install the Debian package chromium to run this check";
     const std::string profile = fresh_dir("chromium-profile");
-    const std::string flags = " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
-                              " --disable-component-update --disable-sync --enable-logging=stderr --v=0 --user-data-dir=" + profile;
-    const Outcome o = run("timeout 120 " + std::string(kChromium) + flags + " --dump-dom file://" + compare_ + "/report.html", scratch_);
+    const std::string flags =
+        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+        " --disable-component-update --disable-sync --enable-logging=stderr --v=0 --user-data-dir=" +
+        profile;
+    const Outcome o = run(
+        "timeout 120 " + std::string(kChromium) + flags + " --dump-dom file://" + compare_ + "/report.html", scratch_);
     fs::remove_all(profile);
     ASSERT_EQ(o.code, 0) << o.err;
     const std::string dom = slurp(scratch_ + "/stdout.txt");
     const std::size_t charts = count(html_, "<svg class=\"chart\"");
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(dom, m, std::regex("<body data-charts-drawn=\"([0-9]+)\" data-page-errors=\"([0-9]+)\"")))
+    ASSERT_TRUE(
+        std::regex_search(dom, m, std::regex("<body data-charts-drawn=\"([0-9]+)\" data-page-errors=\"([0-9]+)\"")))
         << "the page's check script did not run";
     EXPECT_EQ(std::stoul(m[1].str()), charts);
     EXPECT_EQ(m[2].str(), "0") << dom.substr(dom.find("id=\"page-errors\""), 400);

@@ -2,11 +2,11 @@
 // of the token rates, reused tokens split by the tier they came from, recomputed tokens the resume
 // grain trimmed, the run-wide warnings that prefix caching did nothing or little, and the entry
 // ages (how long entries stay on the GPU, sit unread, and wait between reads).
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <regex>
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 #include "tests/cli_fixtures.hpp"
 
@@ -20,7 +20,8 @@ nlohmann::json run_json(const fs::path& file, const std::string& policy) {
 
 // A scenario of explicit requests on the toy preset (16-token blocks, resume grain 32), written to
 // the scratch folder.
-fs::path toy_scenario(const std::string& name, const nlohmann::json& requests, const nlohmann::json& extra = nlohmann::json::object()) {
+fs::path toy_scenario(const std::string& name, const nlohmann::json& requests,
+                      const nlohmann::json& extra = nlohmann::json::object()) {
     nlohmann::json doc = {{"name", name}, {"model", "toy"}, {"workload", {{"block_size", 16}, {"requests", requests}}}};
     doc.update(extra);
     const fs::path file = scratch(name) / "scenario.json";
@@ -39,7 +40,8 @@ std::vector<std::string> codes(const nlohmann::json& report) {
 }
 
 std::uint64_t loaded(const nlohmann::json& r) {
-    return r["reused_tokens_by_source"]["host"].get<std::uint64_t>() + r["reused_tokens_by_source"]["disk"].get<std::uint64_t>();
+    return r["reused_tokens_by_source"]["host"].get<std::uint64_t>() +
+           r["reused_tokens_by_source"]["disk"].get<std::uint64_t>();
 }
 
 }  // namespace
@@ -55,10 +57,13 @@ TEST(TokenFigures, DenominatorsAndSourcesAddUp) {
         const nlohmann::json r = run_json(quickstart, policy);
         const auto n = [&](const char* key) { return r[key].get<std::uint64_t>(); };
         EXPECT_EQ(n("prompt_tokens"), n("reused_tokens") + n("computed_tokens"));
-        EXPECT_DOUBLE_EQ(r["token_hit_rate"].get<double>(), static_cast<double>(n("hit_tokens")) / static_cast<double>(n("prompt_tokens")));
-        EXPECT_DOUBLE_EQ(r["token_reuse_rate"].get<double>(), static_cast<double>(n("reused_tokens")) / static_cast<double>(n("prompt_tokens")));
+        EXPECT_DOUBLE_EQ(r["token_hit_rate"].get<double>(),
+                         static_cast<double>(n("hit_tokens")) / static_cast<double>(n("prompt_tokens")));
+        EXPECT_DOUBLE_EQ(r["token_reuse_rate"].get<double>(),
+                         static_cast<double>(n("reused_tokens")) / static_cast<double>(n("prompt_tokens")));
         std::uint64_t sources = 0;
-        for (const auto& [source, tokens] : r["reused_tokens_by_source"].items()) sources += tokens.get<std::uint64_t>();
+        for (const auto& [source, tokens] : r["reused_tokens_by_source"].items())
+            sources += tokens.get<std::uint64_t>();
         EXPECT_EQ(r["reused_tokens_by_source"].size(), 3u);
         EXPECT_EQ(sources, n("reused_tokens"));
         EXPECT_LE(n("trimmed_tokens"), n("recomputed_tokens"));
@@ -109,7 +114,8 @@ TEST(TokenFigures, TrimmedTokensAreTheGrainsCut) {
     EXPECT_DOUBLE_EQ(validated["post_hit_fallback_rate"].get<double>(), 1.0);
     ASSERT_EQ(codes(validated), std::vector<std::string>{"nothing_resumed"});
     const std::string message = validated["warnings"][0]["message"].get<std::string>();
-    EXPECT_NE(message.find("16 of the 16 recomputed hit tokens were cut down to a multiple of the resume grain (resume_grain_tokens 32)"),
+    EXPECT_NE(message.find("16 of the 16 recomputed hit tokens were cut down to a multiple of the resume grain "
+                           "(resume_grain_tokens 32)"),
               std::string::npos)
         << message;
     const nlohmann::json naive = run_json(file, "naive");
@@ -127,7 +133,8 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     const fs::path out = scratch("no-hits-out");
     const Outcome o = kvcheck({"run", file.string(), "--out", out.string()});
     ASSERT_EQ(o.code, 0) << o.all();
-    EXPECT_NE(o.out.find("\nwarning: prefix caching found nothing to reuse: none of the 2 requests began with a block an earlier request "
+    EXPECT_NE(o.out.find("\nwarning: prefix caching found nothing to reuse: none of the 2 requests began with a block "
+                         "an earlier request "
                          "had cached (hit_rate 0)\n"),
               std::string::npos)
         << o.out;
@@ -136,15 +143,19 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     const std::string prom = read_text(out / "metrics.prom");
     const std::string run = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"validated\"";
     EXPECT_NE(prom.find("\nkvcheck_warning{" + run + ",code=\"no_hits\"} 1\n"), std::string::npos) << prom;
-    EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{[^}]*code=\"(nothing_resumed|little_resumed)\"")), false);
+    EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{[^}]*code=\"(nothing_resumed|little_resumed)\"")),
+              false);
     const Outcome quiet = kvcheck({"run", file.string(), "--quiet"});
     EXPECT_EQ(quiet.out.find("warning:"), std::string::npos) << quiet.out;
     // A suite's JUnit case carries the warning as its output, --quiet or not.
     const fs::path junit = out / "junit.xml";
     ASSERT_EQ(kvcheck({"run", file.parent_path().string(), "--quiet", "--junit", junit.string()}).code, 0);
-    EXPECT_NE(read_text(junit).find("<system-out>warning: prefix caching found nothing to reuse: none of the 2 requests"), std::string::npos)
+    EXPECT_NE(
+        read_text(junit).find("<system-out>warning: prefix caching found nothing to reuse: none of the 2 requests"),
+        std::string::npos)
         << read_text(junit);
-    const nlohmann::json one = run_json(toy_scenario("one", nlohmann::json::array({request(0, 48, {1, 2, 3})})), "validated");
+    const nlohmann::json one =
+        run_json(toy_scenario("one", nlohmann::json::array({request(0, 48, {1, 2, 3})})), "validated");
     EXPECT_TRUE(one["warnings"].empty()) << one["warnings"].dump();
 }
 
@@ -156,8 +167,9 @@ TEST(Warnings, NoHitsNamesAdmissionRefusals) {
     const nlohmann::json r = run_json(file, "validated");
     ASSERT_EQ(codes(r), std::vector<std::string>{"no_hits"});
     ASSERT_GT(r["admission_refusals"].get<int>(), 0);
-    EXPECT_NE(r["warnings"][0]["message"].get<std::string>().find("; admission_refusals is " + r["admission_refusals"].dump() +
-                                                                   ": what did not fit the GPU budget was never cached"),
+    EXPECT_NE(r["warnings"][0]["message"].get<std::string>().find("; admission_refusals is " +
+                                                                  r["admission_refusals"].dump() +
+                                                                  ": what did not fit the GPU budget was never cached"),
               std::string::npos)
         << r["warnings"].dump();
 }
@@ -166,15 +178,20 @@ TEST(Warnings, NoHitsNamesAdmissionRefusals) {
 // miss reason that cut the most tokens: with rollout off, every hit is refused for `rollout`, which
 // cuts the hit on the grain.
 TEST(Warnings, HitsNeverResumedNameTheMissReason) {
-    const fs::path file = toy_scenario("rollout-off", {request(0, 64, {1, 2, 3, 4}), request(5000, 64, {1, 2, 3, 4})}, {{"rollout", "off"}});
+    const fs::path file = toy_scenario("rollout-off", {request(0, 64, {1, 2, 3, 4}), request(5000, 64, {1, 2, 3, 4})},
+                                       {{"rollout", "off"}});
     const nlohmann::json r = run_json(file, "validated");
     EXPECT_GT(r["hits"].get<int>(), 0);
     EXPECT_EQ(r["reused_tokens"], 0);
     ASSERT_EQ(codes(r), std::vector<std::string>{"nothing_resumed"});
     const std::string message = r["warnings"][0]["message"].get<std::string>();
-    EXPECT_EQ(r["miss_tokens"], nlohmann::json::parse(R"({"compressed_kv": {"rollout": 32}})"));  // the 48-token hit on the 32-token grain
-    EXPECT_EQ(message, "prefix caching resumed nothing: 1 request hit the cache for 48 tokens, and no token was read from it; the miss "
-                       "reason that cut the most tokens is compressed_kv.rollout (32 tokens at first lookups; see miss_tokens)");
+    EXPECT_EQ(
+        r["miss_tokens"],
+        nlohmann::json::parse(R"({"compressed_kv": {"rollout": 32}})"));  // the 48-token hit on the 32-token grain
+    EXPECT_EQ(message,
+              "prefix caching resumed nothing: 1 request hit the cache for 48 tokens, and no token was read from it; "
+              "the miss "
+              "reason that cut the most tokens is compressed_kv.rollout (32 tokens at first lookups; see miss_tokens)");
 }
 
 // Proves: at a first lookup each group that cuts the usable length files the tokens it cut under
@@ -185,7 +202,8 @@ TEST(Warnings, HitsNeverResumedNameTheMissReason) {
 // 96. naive never checks, so it never cuts. The quickstart's cuts come only from reasons it counted.
 TEST(TokenFigures, MissTokensAccountForTheCut) {
     const nlohmann::json requests = {request(0, 96, {1, 2, 3, 4, 5, 6}), request(5000, 128, {1, 2, 3, 4, 5, 6, 7, 8})};
-    const auto cut = [&](const std::string& name, const nlohmann::json& faults, const std::string& policy = "validated") {
+    const auto cut = [&](const std::string& name, const nlohmann::json& faults,
+                         const std::string& policy = "validated") {
         const nlohmann::json r = run_json(toy_scenario(name, requests, {{"faults", faults}}), policy);
         EXPECT_EQ(r["hit_tokens"], 96);
         return r;
@@ -221,17 +239,24 @@ TEST(Warnings, LittleResumedGivesTheShare) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.1f", 100 * share);
     const std::string message = validated["warnings"][0]["message"].get<std::string>();
-    EXPECT_EQ(message.rfind("prefix caching resumed " + std::string(pct) + " % of the " + validated["hit_tokens"].dump() + " tokens", 0), 0u)
+    EXPECT_EQ(message.rfind("prefix caching resumed " + std::string(pct) + " % of the " +
+                                validated["hit_tokens"].dump() + " tokens",
+                            0),
+              0u)
         << message;
     EXPECT_TRUE(run_json(file, "naive")["warnings"].empty());
     const fs::path out = scratch("little-html");
     ASSERT_EQ(kvcheck({"run", file.string(), "--quiet", "--html", "--out", out.string()}).code, 0);
-    EXPECT_NE(read_text(out / "report.html").find("<p class=\"badge warn\">prefix caching resumed " + std::string(pct) + " %"), std::string::npos);
+    EXPECT_NE(read_text(out / "report.html")
+                  .find("<p class=\"badge warn\">prefix caching resumed " + std::string(pct) + " %"),
+              std::string::npos);
     const Outcome cmp = kvcheck({"compare", file.string(), "--policies", "naive,validated"});
     EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nwarnings +- +little_resumed\n"))) << cmp.all();
     EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nreused tokens from gpu +[0-9]+ +[0-9]+\n"))) << cmp.out;
     const std::string partial = validated["miss_tokens"]["compressed_kv"]["partial_segment"].dump();
-    EXPECT_TRUE(std::regex_search(cmp.out, std::regex("\nmiss tokens compressed_kv\\.partial_segment +0 +" + partial + "\n"))) << cmp.out;
+    EXPECT_TRUE(
+        std::regex_search(cmp.out, std::regex("\nmiss tokens compressed_kv\\.partial_segment +0 +" + partial + "\n")))
+        << cmp.out;
 }
 
 // Proves: the reuse gap runs from an entry's creation (or last read) to its next read. Request 0
@@ -271,7 +296,8 @@ TEST(EntryAges, ReuseGapsRunFromTheLastRead) {
 // never fall, whose +Inf bucket is its count and whose count is report.json's.
 TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
     const fs::path out = scratch("ages-quickstart");
-    const Outcome o = kvcheck({"run", (kSourceDir / "scenarios" / "quickstart.json").string(), "--out", out.string(), "--quiet"});
+    const Outcome o =
+        kvcheck({"run", (kSourceDir / "scenarios" / "quickstart.json").string(), "--out", out.string(), "--quiet"});
     ASSERT_EQ(o.code, 0) << o.all();
     const nlohmann::json report = read_json(out / "report.json");
     const nlohmann::json& ages = report["entry_ages_ms"];
@@ -295,12 +321,14 @@ TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
             for (const auto& [form, n] : forms.items()) gpu_evictions += n.get<std::uint64_t>();
     EXPECT_LE(departures, gpu_evictions + report["offloads"].get<std::uint64_t>());
     std::uint64_t admissions = 0;
-    for (const auto& [form, n] : report["evictions_by_cause"]["admission"].items()) admissions += n.get<std::uint64_t>();
+    for (const auto& [form, n] : report["evictions_by_cause"]["admission"].items())
+        admissions += n.get<std::uint64_t>();
     EXPECT_GT(admissions, 0u);
     EXPECT_GE(departures, admissions);
 
     const std::string prom = read_text(out / "metrics.prom");
-    const std::regex line(R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{scenario="[^"]*",policy="validated",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
+    const std::regex line(
+        R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{scenario="[^"]*",policy="validated",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
     std::map<std::string, std::uint64_t> last_bucket, count, inf;
     std::istringstream lines(prom);
     for (std::string l; std::getline(lines, l);) {
@@ -328,14 +356,16 @@ TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
 // others, so that a figure of half a run is not read as one of the whole; a whole run has none.
 TEST(Warnings, EventBoundSaysTheRunWasCutShort) {
     const fs::path quickstart = kSourceDir / "scenarios" / "quickstart.json";
-    const Outcome cut = kvcheck({"run", quickstart.string(), "--set", "/limits={\"max_events\": 500}", "--json", "--quiet"});
+    const Outcome cut =
+        kvcheck({"run", quickstart.string(), "--set", "/limits={\"max_events\": 500}", "--json", "--quiet"});
     ASSERT_EQ(cut.code, 0) << cut.all();
     const nlohmann::json report = nlohmann::json::parse(cut.out);
     ASSERT_TRUE(report["event_bound_hit"].get<bool>());
     ASSERT_FALSE(report["warnings"].empty());
     EXPECT_EQ(report["warnings"][0]["code"], "event_bound");
-    EXPECT_EQ(report["warnings"][0]["message"], "the run stopped at limits.max_events after 500 events; its figures cover only the " +
-                                                    report["requests"].dump() + " requests that arrived by then");
+    EXPECT_EQ(report["warnings"][0]["message"],
+              "the run stopped at limits.max_events after 500 events; its figures cover only the " +
+                  report["requests"].dump() + " requests that arrived by then");
     EXPECT_LT(report["requests"].get<int>(), 400);
     const std::vector<std::string> whole = codes(run_json(quickstart, "validated"));
     EXPECT_EQ(std::count(whole.begin(), whole.end(), "event_bound"), 0);

@@ -1,11 +1,11 @@
 // The rollout modes as an invariant (RO1_rollout_scope): under rollout off nothing is resumed, under
 // intra-request a request resumes only entries written in its own reuse scope (its sampled
 // answers share it), and the rollout-leak mutant, which ignores the mode, is caught either way.
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <set>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "sim/check/explorer.hpp"
 #include "tests/model_fixtures.hpp"
@@ -19,7 +19,8 @@ namespace {
 // Runs b (which extends a finished request a) through its read; returns the read step's violations.
 std::set<std::string> read_after_lookup(model::World& w, std::uint32_t b) {
     lookup_step(w, b);
-    for (model::StepKind k : {model::StepKind::pin, model::StepKind::revalidate, model::StepKind::allocate}) ok(w, k, b);
+    for (model::StepKind k : {model::StepKind::pin, model::StepKind::revalidate, model::StepKind::allocate})
+        ok(w, k, b);
     return names(take(w, model::StepKind::read, b).violations);
 }
 

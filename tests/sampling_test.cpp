@@ -33,7 +33,8 @@ TEST(SampleSpec, SharesThePromptAndKeysItsOwnAnswer) {
 }
 
 nlohmann::json run_json(const nlohmann::json& workload, const std::string& policy, const std::string& name) {
-    const nlohmann::json scenario = {{"name", name}, {"model", "toy"}, {"workload", workload}, {"compute", {{"decode_ms_per_token", 20}}}};
+    const nlohmann::json scenario = {
+        {"name", name}, {"model", "toy"}, {"workload", workload}, {"compute", {{"decode_ms_per_token", 20}}}};
     const fs::path file = scratch(name) / "scenario.json";
     write_text(file, scenario.dump());
     const Outcome o = run_kvcheck({"run", file.string(), "--policy", policy, "--json", "--quiet"});
@@ -42,8 +43,9 @@ nlohmann::json run_json(const nlohmann::json& workload, const std::string& polic
 }
 
 nlohmann::json one_request(std::uint32_t samples) {
-    nlohmann::json w = {{"block_size", 16},
-                        {"requests", {{{"at_ms", 0}, {"input_tokens", 80}, {"output_tokens", 64}, {"blocks", {1, 2, 3, 4, 5}}}}}};
+    nlohmann::json w = {
+        {"block_size", 16},
+        {"requests", {{{"at_ms", 0}, {"input_tokens", 80}, {"output_tokens", 64}, {"blocks", {1, 2, 3, 4, 5}}}}}};
     if (samples != 1) w["samples"] = samples;
     return w;
 }
@@ -73,8 +75,8 @@ TEST(SampleRuns, ForkedAnswersResumeThePrompt) {
 // nothing again) and resumes that prompt and answer.
 TEST(SampleRuns, ANextTurnContinuesTheFirstAnswer) {
     nlohmann::json w = one_request(2);
-    w["requests"].push_back({{"at_ms", 1}, {"input_tokens", 160}, {"output_tokens", 1},
-                             {"blocks", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}});
+    w["requests"].push_back(
+        {{"at_ms", 1}, {"input_tokens", 160}, {"output_tokens", 1}, {"blocks", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}});
     w["sessions"] = true;
     const nlohmann::json r = run_json(w, "validated", "samples-sessions");
     EXPECT_EQ(r["requests"], 4);  // two answers of each prompt

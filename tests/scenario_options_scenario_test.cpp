@@ -4,8 +4,6 @@
 // F6/F10 `action`, hottest and counted firings), eviction causes and the miss reasons the text
 // output lists are in tests/fault_actions_scenario_test.cpp; storage tiers in
 // tests/storage_tiers_scenario_test.cpp.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -15,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_fixtures.hpp"
@@ -35,11 +34,13 @@ TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
 
     const fs::path out = scratch("expected-policies-out");
     const fs::path xml = scratch("expected-policies-junit") / "junit.xml";
-    const Outcome o = kvcheck({"run", copy.string(), "--expected-policies", "--quiet", "--out", out.string(), "--junit", xml.string()});
+    const Outcome o = kvcheck(
+        {"run", copy.string(), "--expected-policies", "--quiet", "--out", out.string(), "--junit", xml.string()});
     ASSERT_EQ(o.code, 1) << o.all();
     EXPECT_NE(o.out.find("FAIL " + name + "[naive]: silent_corruptions = "), std::string::npos) << o.all();
     EXPECT_NE(o.out.find(", expected at most 0\n"), std::string::npos) << o.all();
-    EXPECT_NE(o.out.find("reproduce: kvcheck run " + copy.string() + " --policy naive --seed "), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find("reproduce: kvcheck run " + copy.string() + " --policy naive --seed "), std::string::npos)
+        << o.all();
     EXPECT_NE(o.out.find("2 passed, 1 failed"), std::string::npos) << o.all();
     const std::string junit = read_text(xml);
     for (const std::string policy : {"validated", "naive", "no-revalidate"}) {
@@ -52,7 +53,8 @@ TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
 
     // In a folder each scenario gets a folder of its own, laid out the same.
     const fs::path suite_out = scratch("expected-policies-suite");
-    const Outcome suite = kvcheck({"run", copy.parent_path().string(), "--expected-policies", "--quiet", "--out", suite_out.string()});
+    const Outcome suite =
+        kvcheck({"run", copy.parent_path().string(), "--expected-policies", "--quiet", "--out", suite_out.string()});
     EXPECT_EQ(suite.code, 1) << suite.all();
     EXPECT_EQ(read_json(suite_out / name / "naive" / "report.json")["policy"], "naive");
     EXPECT_EQ(read_json(suite_out / name / "compare.json")["policies"].size(), 3u);
@@ -116,7 +118,9 @@ TEST(FaultTargets, AtRequestNumbersForkedSamples) {
     const auto scenario = [](int request) {
         const nlohmann::json doc = {{"model", "toy"},
                                     {"workload",
-                                     {{"requests", {{{"input_tokens", 64}, {"output_tokens", 8}}, {{"at_ms", 1000}, {"input_tokens", 32}, {"output_tokens", 8}}}},
+                                     {{"requests",
+                                       {{{"input_tokens", 64}, {"output_tokens", 8}},
+                                        {{"at_ms", 1000}, {"input_tokens", 32}, {"output_tokens", 8}}}},
                                       {"samples", 3}}},
                                     {"faults", {{{"fault", "F10"}, {"at_request", request}}}}};
         const fs::path file = scratch("at-request-samples-" + std::to_string(request)) / "scenario.json";
@@ -129,7 +133,9 @@ TEST(FaultTargets, AtRequestNumbersForkedSamples) {
     const Outcome past = kvcheck({"run", scenario(6).string(), "--quiet"});
     EXPECT_EQ(past.code, 2) << past.all();
     EXPECT_NE(past.err.find("/faults/0/at_request: F10"), std::string::npos) << past.err;
-    EXPECT_NE(past.err.find("the workload has 6 requests, numbered from 0 (2 listed, 3 sampled answers each)"), std::string::npos) << past.err;
+    EXPECT_NE(past.err.find("the workload has 6 requests, numbered from 0 (2 listed, 3 sampled answers each)"),
+              std::string::npos)
+        << past.err;
 }
 
 // Proves: a scheduled or aimed fault entry that never acted is named in a `fault_unfired`
@@ -138,20 +144,24 @@ TEST(FaultTargets, AtRequestNumbersForkedSamples) {
 // which fires, is not named.
 TEST(FaultTargets, EntriesThatNeverFiredAreWarnedOf) {
     const fs::path scenario = fault_variant("fault-f6-evict-before-read.json",
-                                            {{{"fault", "F6"}, {"at_request", 40}}, {{"fault", "F6"}, {"at_request", 400}},
-                                             {{"fault", "F1"}, {"at_event", 100000000}}, {{"fault", "F4"}, {"at_ms", 99999999}}},
+                                            {{{"fault", "F6"}, {"at_request", 40}},
+                                             {{"fault", "F6"}, {"at_request", 400}},
+                                             {{"fault", "F1"}, {"at_event", 100000000}},
+                                             {{"fault", "F4"}, {"at_ms", 99999999}}},
                                             "unfired");
     const nlohmann::json report = policy_report(scenario, "validated");
     EXPECT_EQ(report["faults_injected"].value("F6", 0), 1);
     std::string message;
     for (const auto& w : report["warnings"])
         if (w["code"] == "fault_unfired") message = w["message"];
-    EXPECT_TRUE(message.starts_with("3 fault entries never acted: /faults/1 (F6 at_request 400), /faults/2 (F1 at_event 100000000), "
-                                    "/faults/3 (F4 at_ms 99999999); "))
+    EXPECT_TRUE(message.starts_with(
+        "3 fault entries never acted: /faults/1 (F6 at_request 400), /faults/2 (F1 at_event 100000000), "
+        "/faults/3 (F4 at_ms 99999999); "))
         << report["warnings"].dump();
     EXPECT_NE(message.find("(there are 400 requests, numbered from 0)"), std::string::npos) << message;
-    const nlohmann::json fired = policy_report(fault_variant("fault-f6-evict-before-read.json", {{{"fault", "F6"}, {"at_request", 40}}}, "fired"),
-                                               "validated");
+    const nlohmann::json fired = policy_report(
+        fault_variant("fault-f6-evict-before-read.json", {{{"fault", "F6"}, {"at_request", 40}}}, "fired"),
+        "validated");
     for (const auto& w : fired["warnings"]) EXPECT_NE(w["code"], "fault_unfired") << w.dump();
 }
 
@@ -180,13 +190,16 @@ TEST(FaultTargets, NoIndexSkewUnderARevalidatedReadAndFiringsWithoutTargetAreUnf
     EXPECT_TRUE(report["first_violations"].empty()) << report["first_violations"];
     EXPECT_EQ(report["faults_injected"].value("F3", 0), 0);
     ASSERT_EQ(report["warnings"].size(), 1u) << report["warnings"];
-    EXPECT_TRUE(report["warnings"][0]["message"].get<std::string>().starts_with("1 fault entry never acted: /faults/0 (F3 at_request 5);"))
+    EXPECT_TRUE(report["warnings"][0]["message"].get<std::string>().starts_with(
+        "1 fault entry never acted: /faults/0 (F3 at_request 5);"))
         << report["warnings"];
 
     const fs::path source = kSourceDir / "scenarios" / "preset-gpt-oss-120b.json";
     nlohmann::json f8 = read_json(source);
     f8.erase("expect");
-    f8["workload"] = {{"trace", (kSourceDir / "traces/synth/conversation-small.jsonl").string()}, {"format", "mooncake"}, {"limit", 20}};
+    f8["workload"] = {{"trace", (kSourceDir / "traces/synth/conversation-small.jsonl").string()},
+                      {"format", "mooncake"},
+                      {"limit", 20}};
     f8["faults"] = {{{"fault", "F8"}, {"at_event", 10}, {"count", 5}}};
     const fs::path f8_file = scratch("f8-no-target") / "scenario.json";
     write_text(f8_file, f8.dump());
@@ -207,7 +220,8 @@ TEST(Expectations, CountsARunNeverMadeAreZero) {
         doc["expect"] = {{"validated", expect}};
         return kvcheck({"run", relocated_copy(source, doc, tag).string(), "--quiet"});
     };
-    const Outcome held = run_with({{"faults_injected.F5", {{"max", 0}}}, {"evictions_by_cause.evict_step.linear_state", {{"min", 0}, {"max", 0}}},
+    const Outcome held = run_with({{"faults_injected.F5", {{"max", 0}}},
+                                   {"evictions_by_cause.evict_step.linear_state", {{"min", 0}, {"max", 0}}},
                                    {"miss_reasons.compressed_kv.rollout", {{"max", 0}}}},
                                   "never-counted");
     EXPECT_EQ(held.code, 0) << held.all();
@@ -244,7 +258,8 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     const fs::path out = scratch("shrunk");
     const Outcome o = kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"});
     ASSERT_EQ(o.code, 1) << o.all();
-    EXPECT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos)
+        << o.all();
     const std::string first = read_text(out / "counterexample.json");
     const nlohmann::json doc = nlohmann::json::parse(first);
     EXPECT_EQ(doc["policy"], "no-pin");
@@ -266,7 +281,8 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
 
     // compare --out: each failing policy's folder gets its own, the same as run writes.
     const fs::path both = scratch("shrunk-compare");
-    const Outcome c = kvcheck({"compare", source.string(), "--policies", "validated,no-pin", "--out", both.string(), "--quiet"});
+    const Outcome c =
+        kvcheck({"compare", source.string(), "--policies", "validated,no-pin", "--out", both.string(), "--quiet"});
     ASSERT_EQ(c.code, 1) << c.all();
     EXPECT_EQ(read_text(both / "no-pin" / "counterexample.json"), first);
     EXPECT_FALSE(fs::exists(both / "validated" / "counterexample.json"));
@@ -276,8 +292,8 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
     ASSERT_EQ(kvcheck({"run", source.string(), "--policy", "no-pin", "--out", out.string(), "--quiet"}).code, 1);
     ASSERT_TRUE(fs::exists(out / "counterexample.json"));
     const fs::path f10 = kSourceDir / "scenarios" / "fault-f10-migration-under-graph.json";
-    const Outcome counted = kvcheck({"run", f10.string(), "--policy", "no-graph-guard", "--seed", "2", "--set", "/faults/0/rate_ppm=500000",
-                                     "--out", out.string(), "--quiet"});
+    const Outcome counted = kvcheck({"run", f10.string(), "--policy", "no-graph-guard", "--seed", "2", "--set",
+                                     "/faults/0/rate_ppm=500000", "--out", out.string(), "--quiet"});
     EXPECT_EQ(counted.code, 1) << counted.all();
     EXPECT_NE(counted.out.find("invariant_violations.RL4_graph_topology = "), std::string::npos) << counted.all();
     EXPECT_EQ(counted.out.find("counterexample:"), std::string::npos) << counted.all();
@@ -289,18 +305,23 @@ TEST(Counterexample, FailedRunIsShrunkToAReplayableScenario) {
 // disk's failure_ppm refused ("a tier failure can never happen here") and the run, which found a
 // violation, exiting 2 on its own counterexample. The written file loads and fails again.
 TEST(Counterexample, KeepsTheFaultThatOtherSettingsNeedToLoad) {
-    const nlohmann::json doc = {{"model", "toy"},
-                                {"policy", "naive"},
-                                {"workload", {{"trace", (kSourceDir / "traces/synth/toy.jsonl").string()}, {"format", "jsonl"},
-                                              {"block_size", 16}, {"limit", 20}}},
-                                {"storage", {{"gpu_budget_bytes", 64000000}, {"offload_watermark", 1}, {"disk", {{"failure_ppm", 1000}}}}},
-                                {"faults", {{{"fault", "F6"}, {"at_ms", 1000}, {"action", "offload"}}}}};
+    const nlohmann::json doc = {
+        {"model", "toy"},
+        {"policy", "naive"},
+        {"workload",
+         {{"trace", (kSourceDir / "traces/synth/toy.jsonl").string()},
+          {"format", "jsonl"},
+          {"block_size", 16},
+          {"limit", 20}}},
+        {"storage", {{"gpu_budget_bytes", 64000000}, {"offload_watermark", 1}, {"disk", {{"failure_ppm", 1000}}}}},
+        {"faults", {{{"fault", "F6"}, {"at_ms", 1000}, {"action", "offload"}}}}};
     const fs::path file = scratch("shrunk-keeps-offload") / "scenario.json";
     write_text(file, doc.dump());
     const fs::path out = scratch("shrunk-keeps-offload-out");
     const Outcome o = kvcheck({"run", file.string(), "--out", out.string(), "--quiet"});
     ASSERT_EQ(o.code, 1) << o.all();
-    ASSERT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
+    ASSERT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos)
+        << o.all();
     const nlohmann::json shrunk = read_json(out / "counterexample.json");
     ASSERT_EQ(shrunk["faults"].size(), 1u) << shrunk.dump();
     EXPECT_EQ(shrunk["faults"][0]["action"], "offload");
@@ -315,7 +336,8 @@ TEST(Counterexample, SampledAnswersGoWithTheShrunkRequests) {
     const fs::path out = scratch("shrunk-samples");
     const Outcome o = kvcheck({"run", source.string(), "--policy", "no-revalidate", "--out", out.string(), "--quiet"});
     ASSERT_EQ(o.code, 1) << o.all();
-    ASSERT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos) << o.all();
+    ASSERT_NE(o.out.find("counterexample: " + (out / "counterexample.json").string() + " ("), std::string::npos)
+        << o.all();
     const nlohmann::json doc = read_json(out / "counterexample.json");
     EXPECT_EQ(doc["workload"]["samples"], read_json(source)["workload"]["samples"]);
     const Outcome replay = kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});

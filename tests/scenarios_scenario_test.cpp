@@ -2,12 +2,6 @@
 // under every policy it names, fault scenarios damage only because of their fault, runs are
 // deterministic, the Mooncake comparison shows the headline result, and a scenario folder works as
 // a CI suite (JUnit XML, exit codes, reproduce lines, steps-mode regressions).
-#include <gtest/gtest.h>
-
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -22,6 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_fixtures.hpp"
@@ -135,8 +134,7 @@ std::vector<Case> all_cases() {
             std::vector<std::string> policies = {"?"};  // an unreadable file still gets a (failing) case
             try {
                 policies = expected_policies(read_json(file));
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
             if (file == kMooncake) {  // one shared `compare` judges every policy: one case
                 std::string all;
                 for (const std::string& p : policies) all += (all.empty() ? "" : ",") + p;
@@ -242,7 +240,8 @@ TEST(ScenarioCatalogue, EveryFaultClassAndPresetHasAScenario) {
             EXPECT_EQ(modes, (std::set<std::string>{"error", "partial", "timeout"})) << "F2 scenarios, one per mode";
         }
     }
-    for (const std::string preset : {"deepseek-v32", "deepseek-v4", "gemma3-27b", "gpt-oss-120b", "llama4-scout", "qwen3-next", "toy"}) {
+    for (const std::string preset :
+         {"deepseek-v32", "deepseek-v4", "gemma3-27b", "gpt-oss-120b", "llama4-scout", "qwen3-next", "toy"}) {
         const fs::path file = kSourceDir / "scenarios" / ("preset-" + preset + ".json");
         ASSERT_TRUE(fs::exists(file)) << file;
         const nlohmann::json doc = read_json(file);
@@ -282,7 +281,8 @@ TEST(ScenarioDeterminism, SameSeedSameReportOtherSeedOtherState) {
     const fs::path c = scratch("seed-c");
     const std::string quickstart = "scenarios/quickstart.json";
     for (const auto& [dir, seed] : std::vector<std::pair<fs::path, std::string>>{{a, "1"}, {b, "1"}, {c, "2"}}) {
-        const Outcome o = kvcheck({"run", quickstart, "--policy", "validated", "--seed", seed, "--out", dir.string(), "--quiet"});
+        const Outcome o =
+            kvcheck({"run", quickstart, "--policy", "validated", "--seed", seed, "--out", dir.string(), "--quiet"});
         ASSERT_TRUE(o.code == 0 || o.code == 1) << o.all();
     }
     const std::string first = read_text(a / "report.json");
@@ -327,10 +327,12 @@ TEST(ScenarioSuite, JunitHasOneTestcasePerScenario) {
     const std::string text = read_text(xml);
     ASSERT_EQ(text.rfind("<?xml", 0), 0u) << text;
     std::size_t cases = 0;
-    for (std::size_t at = text.find("<testcase "); at != std::string::npos; at = text.find("<testcase ", at + 1)) ++cases;
+    for (std::size_t at = text.find("<testcase "); at != std::string::npos; at = text.find("<testcase ", at + 1))
+        ++cases;
     EXPECT_EQ(cases, files.size());
     for (const fs::path& f : files)
-        EXPECT_NE(text.find("name=\"" + f.stem().string() + "\""), std::string::npos) << f.stem() << " missing from " << xml;
+        EXPECT_NE(text.find("name=\"" + f.stem().string() + "\""), std::string::npos)
+            << f.stem() << " missing from " << xml;
     EXPECT_NE(text.find("tests=\"" + std::to_string(files.size()) + "\""), std::string::npos);
     // Quiet as it is, the suite prints each scenario's seed= line before its final_state_hash=,
     // so every hash can be told apart.
@@ -377,10 +379,14 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     const fs::path source = kSourceDir / "scenarios" / "storage-load-wait-cap.json";
     const fs::path out = scratch("set-run");
     // The file's expectation allows sticky-lookup's violations; the replaced one says OR1 holds.
-    const std::vector<std::string> sets = {"/expect/sticky-lookup={\"holds\": [\"OR1_ground_truth\"]}", "/compute/max_load_wait_us=4000"};
-    const Outcome o = kvcheck({"run", source.string(), "--policy", "sticky-lookup", "--set", sets[0], "--set", sets[1], "--out", out.string()});
+    const std::vector<std::string> sets = {"/expect/sticky-lookup={\"holds\": [\"OR1_ground_truth\"]}",
+                                           "/compute/max_load_wait_us=4000"};
+    const Outcome o = kvcheck({"run", source.string(), "--policy", "sticky-lookup", "--set", sets[0], "--set", sets[1],
+                               "--out", out.string()});
     ASSERT_EQ(o.code, 1) << o.all();
-    EXPECT_NE(o.all().find("FAIL storage-load-wait-cap: expected OR1_ground_truth to hold, it was violated"), std::string::npos) << o.all();
+    EXPECT_NE(o.all().find("FAIL storage-load-wait-cap: expected OR1_ground_truth to hold, it was violated"),
+              std::string::npos)
+        << o.all();
     const nlohmann::json report = read_json(out / "report.json");
     EXPECT_LE(report["io_wait_ms"]["p99"].get<double>(), 4.0);
     EXPECT_GT(report["load_waits_stopped"].get<int>(), 0);
@@ -390,8 +396,8 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     EXPECT_NE(read_text(page).find("--set /compute/max_load_wait_us=4000"), std::string::npos);
     const std::vector<std::string> args = reproduce_args(o.out);
     ASSERT_FALSE(args.empty()) << o.all();
-    EXPECT_EQ(args, (std::vector<std::string>{"run", source.string(), "--policy", "sticky-lookup", "--seed", "1", "--set", sets[0],
-                                              "--set", sets[1]}));
+    EXPECT_EQ(args, (std::vector<std::string>{"run", source.string(), "--policy", "sticky-lookup", "--seed", "1",
+                                              "--set", sets[0], "--set", sets[1]}));
     const Outcome again = kvcheck(args);
     EXPECT_EQ(again.code, 1) << again.all();
     const auto hash = [](const std::string& text) { return text.substr(text.rfind("final_state_hash=")); };
@@ -401,7 +407,8 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     EXPECT_EQ(shrunk["compute"]["max_load_wait_us"].get<int>(), 4000);
     const Outcome replayed = kvcheck({"run", (out / "counterexample.json").string(), "--json", "--quiet"});
     EXPECT_EQ(replayed.code, 1) << replayed.all();
-    EXPECT_FALSE(nlohmann::json::parse(replayed.out).contains("overrides")) << "its values are in the file; a run without --set names none";
+    EXPECT_FALSE(nlohmann::json::parse(replayed.out).contains("overrides"))
+        << "its values are in the file; a run without --set names none";
 }
 
 // Proves: every steps-mode regression scenario reproduces on its own, without its expect block:
@@ -417,7 +424,8 @@ TEST(RegressionScenarios, StepsReplayReproducesWithoutExpectBlock) {
         std::set<std::string> violated;
         std::set<std::string> held;
         for (const auto& [policy, e] : doc["expect"].items()) {
-            for (const auto& name : e.value("violates", nlohmann::json::array())) violated.insert(name.get<std::string>());
+            for (const auto& name : e.value("violates", nlohmann::json::array()))
+                violated.insert(name.get<std::string>());
             for (const auto& name : e.value("holds", nlohmann::json::array())) held.insert(name.get<std::string>());
         }
         ASSERT_FALSE(violated.empty() && held.empty()) << file << " expects nothing";
@@ -432,7 +440,8 @@ TEST(RegressionScenarios, StepsReplayReproducesWithoutExpectBlock) {
         ++counterexamples;
         EXPECT_EQ(o.code, 1) << file << " no longer reproduces\n" << o.all();
         for (const std::string& name : violated)
-            EXPECT_NE(o.out.find("violated " + name), std::string::npos) << file << " did not violate " << name << "\n" << o.all();
+            EXPECT_NE(o.out.find("violated " + name), std::string::npos) << file << " did not violate " << name << "\n"
+                                                                         << o.all();
     }
     EXPECT_GE(counterexamples, 1u);
 }
@@ -442,8 +451,8 @@ TEST(RegressionScenarios, StepsReplayReproducesWithoutExpectBlock) {
 // schedule really reads in that group; and only indexer groups carry `indexed_group`.
 TEST(ScheduleExport, FaultEventsNameTheReadsTheyTouched) {
     const fs::path dir = scratch("schedules-f2");
-    const Outcome o = kvcheck({"run", "scenarios/fault-f2-load-failure.json", "--policy", "naive", "--quiet", "--export-schedules",
-                               dir.string()});
+    const Outcome o = kvcheck({"run", "scenarios/fault-f2-load-failure.json", "--policy", "naive", "--quiet",
+                               "--export-schedules", dir.string()});
     ASSERT_TRUE(o.code == 0 || o.code == 1) << o.all();
     const std::regex f2(R"(^F2 io_fail \w+ of \w+ segment \d+ \[(\d+),(\d+)\) of group (\S+)$)");
     int schedules = 0;
@@ -452,7 +461,8 @@ TEST(ScheduleExport, FaultEventsNameTheReadsTheyTouched) {
         const nlohmann::json s = read_json(entry.path());
         ++schedules;
         const nlohmann::json& groups = s["model"]["groups"];
-        for (const nlohmann::json& g : groups) EXPECT_EQ(g.contains("indexed_group"), g["kind"] == "indexer") << g.dump();
+        for (const nlohmann::json& g : groups)
+            EXPECT_EQ(g.contains("indexed_group"), g["kind"] == "indexer") << g.dump();
         ASSERT_EQ(s["events"].size(), s["faults"].size()) << entry.path();
         std::uint64_t previous = 0;
         for (std::size_t i = 0; i < s["events"].size(); ++i) {
@@ -471,8 +481,8 @@ TEST(ScheduleExport, FaultEventsNameTheReadsTheyTouched) {
             ++f2_events;
             bool read = false;
             for (const nlohmann::json& r : s["reads"])
-                read = read || (groups[r["group"].get<std::size_t>()]["name"] == m[3].str() && r["start"] == std::stoul(m[1].str()) &&
-                                r["end"] == std::stoul(m[2].str()));
+                read = read || (groups[r["group"].get<std::size_t>()]["name"] == m[3].str() &&
+                                r["start"] == std::stoul(m[1].str()) && r["end"] == std::stoul(m[2].str()));
             EXPECT_TRUE(read) << entry.path() << ": " << what << " touches no read of this schedule";
         }
     }
@@ -490,16 +500,15 @@ TEST(CheckInterrupt, CtrlCExits130WithACheckpointThatResumes) {
         const int null_fd = ::open("/dev/null", O_WRONLY);
         ::dup2(null_fd, 1);
         ::dup2(null_fd, 2);
-        ::execl(kBinary.c_str(), kBinary.c_str(), "check", "--scope", "reference", "--quiet", "--checkpoint", checkpoint.c_str(),
-                static_cast<char*>(nullptr));
+        ::execl(kBinary.c_str(), kBinary.c_str(), "check", "--scope", "reference", "--quiet", "--checkpoint",
+                checkpoint.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }
     ASSERT_GT(pid, 0);
     ::usleep(1'500'000);  // the reference scope takes tens of seconds; stop it early
     ::kill(pid, SIGINT);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 130);
     ASSERT_TRUE(fs::exists(checkpoint)) << "no checkpoint written on Ctrl-C";
@@ -510,7 +519,8 @@ TEST(CheckInterrupt, CtrlCExits130WithACheckpointThatResumes) {
     const nlohmann::json j = nlohmann::json::parse(resumed.out);
     EXPECT_EQ(j["scope"], "reference");
     EXPECT_FALSE(j["exhausted"].get<bool>());
-    EXPECT_GT(j["states"].get<std::uint64_t>(), 1000u) << "the checkpoint's states were not carried over: " << resumed.all();
+    EXPECT_GT(j["states"].get<std::uint64_t>(), 1000u)
+        << "the checkpoint's states were not carried over: " << resumed.all();
 }
 
 // Proves: `check --liveness` reports what it looked for in the text summary as well as under
@@ -520,5 +530,6 @@ TEST(CheckLiveness, TextSummaryNamesCyclesAndStuckStates) {
     ASSERT_EQ(text.code, 0) << text.all();
     EXPECT_NE(text.out.find("\nliveness: cycles=0 stuck_states=0\n"), std::string::npos) << text.all();
     const Outcome plain = kvcheck({"check", "--scope", "small", "--quiet"});
-    EXPECT_EQ(plain.out.find("liveness:"), std::string::npos) << "no graph was kept, so nothing was looked for:\n" << plain.all();
+    EXPECT_EQ(plain.out.find("liveness:"), std::string::npos) << "no graph was kept, so nothing was looked for:\n"
+                                                              << plain.all();
 }

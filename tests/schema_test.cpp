@@ -2,10 +2,6 @@
 // scenario file validates and loads; the documented examples use every key; an unknown key in any
 // object, a number just past either bound and an unknown enum value are refused by both, while the
 // bounds and enum values themselves load; and the schema's enums equal the model's catalogues.
-#include <gtest/gtest.h>
-
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "model/invariants.hpp"
@@ -109,7 +108,8 @@ private:
                 if (std::find(arg.begin(), arg.end(), v) == arg.end()) fail("not one of the enum values: " + v.dump());
             } else if (keyword == "minimum" || keyword == "maximum") {
                 const bool low = keyword == "minimum";
-                if (v.is_number() && (low ? as_long_double(v) < as_long_double(arg) : as_long_double(v) > as_long_double(arg)))
+                if (v.is_number() &&
+                    (low ? as_long_double(v) < as_long_double(arg) : as_long_double(v) > as_long_double(arg)))
                     fail(v.dump() + " is out of range (" + keyword + " " + arg.dump() + ")");
             } else if (keyword == "minLength") {
                 if (v.is_string() && v.get<std::string>().size() < arg.get<std::size_t>()) fail("string too short");
@@ -117,7 +117,8 @@ private:
                 if (v.is_array() && v.size() < arg.get<std::size_t>()) fail("too few items");
             } else if (keyword == "required") {
                 for (const json& key : arg)
-                    if (v.is_object() && !v.contains(key.get<std::string>())) fail("missing required key " + key.dump());
+                    if (v.is_object() && !v.contains(key.get<std::string>()))
+                        fail("missing required key " + key.dump());
             } else if (keyword == "dependentRequired") {
                 for (const auto& [key, needs] : arg.items())
                     for (const json& other : needs)
@@ -129,7 +130,9 @@ private:
             } else if (keyword == "not") {
                 Result inner;
                 check(v, arg, at, where + "/not", inner);
-                if (inner.problems.empty()) fail("matches a schema it must not match" + (s.contains("description") ? ": " + s["description"].get<std::string>() : ""));
+                if (inner.problems.empty())
+                    fail("matches a schema it must not match" +
+                         (s.contains("description") ? ": " + s["description"].get<std::string>() : ""));
             } else if (keyword == "properties") {
                 if (!v.is_object()) continue;
                 for (const auto& [key, sub] : arg.items()) {
@@ -149,22 +152,27 @@ private:
                 }
             } else if (keyword == "propertyNames") {
                 if (!v.is_object()) continue;
-                for (const auto& [key, item] : v.items()) check(json(key), arg, at + "/" + key, where + "/propertyNames", r);
+                for (const auto& [key, item] : v.items())
+                    check(json(key), arg, at + "/" + key, where + "/propertyNames", r);
             } else if (keyword == "items") {
                 if (!v.is_array()) continue;
-                for (std::size_t i = 0; i < v.size(); ++i) check(v[i], arg, at + "/" + std::to_string(i), where + "/items", r);
+                for (std::size_t i = 0; i < v.size(); ++i)
+                    check(v[i], arg, at + "/" + std::to_string(i), where + "/items", r);
             } else if (keyword == "oneOf" || keyword == "anyOf") {
                 std::vector<Result> passed;
                 std::vector<Problem> branch_problems;  // when none matches, each branch's reasons are reported too
                 for (std::size_t i = 0; i < arg.size(); ++i) {
                     Result branch;
                     check(v, arg[i], at, where + "/" + keyword + "/" + std::to_string(i), branch);
-                    if (branch.problems.empty()) passed.push_back(std::move(branch));
-                    else branch_problems.insert(branch_problems.end(), branch.problems.begin(), branch.problems.end());
+                    if (branch.problems.empty())
+                        passed.push_back(std::move(branch));
+                    else
+                        branch_problems.insert(branch_problems.end(), branch.problems.begin(), branch.problems.end());
                 }
                 if (keyword == "oneOf" ? passed.size() != 1 : passed.empty()) {
                     fail(keyword + ": " + std::to_string(passed.size()) + " branches match");
-                    if (passed.empty()) r.problems.insert(r.problems.end(), branch_problems.begin(), branch_problems.end());
+                    if (passed.empty())
+                        r.problems.insert(r.problems.end(), branch_problems.begin(), branch_problems.end());
                     continue;
                 }
                 for (Result& branch : passed) {  // what the matching branches saw counts as seen
@@ -189,14 +197,14 @@ std::vector<fs::path> scenario_files() {
     std::vector<fs::path> out;
     for (const char* folder : {"scenarios", "docs/examples"})
         for (const auto& entry : fs::recursive_directory_iterator(kSource / folder))
-            if (entry.is_regular_file() && entry.path().extension() == ".json")
-                out.push_back(entry.path());
+            if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path());
     std::sort(out.begin(), out.end());
     return out;
 }
 
 const std::vector<fs::path>& examples() {
-    static const std::vector<fs::path> files = {kSource / "docs/examples/scenario-full.json", kSource / "docs/examples/scenario-steps.json",
+    static const std::vector<fs::path> files = {kSource / "docs/examples/scenario-full.json",
+                                                kSource / "docs/examples/scenario-steps.json",
                                                 kSource / "docs/examples/scenario-gib.json"};
     return files;
 }
@@ -220,14 +228,16 @@ public:
 
     std::string write(json doc, const fs::path& origin) {
         if (doc.contains("workload") && doc["workload"].is_object() && doc["workload"].contains("trace"))
-            doc["workload"]["trace"] = (origin.parent_path() / doc["workload"]["trace"].get<std::string>()).lexically_normal().string();
+            doc["workload"]["trace"] =
+                (origin.parent_path() / doc["workload"]["trace"].get<std::string>()).lexically_normal().string();
         const std::string path = (dir_ / "case.json").string();
         std::ofstream(path) << doc.dump(2);
         return path;
     }
     std::vector<std::string> loader_problems(const json& doc, const fs::path& origin) {
         std::vector<std::string> places;
-        for (const kvcheck::sim::InputError& e : kvcheck::sim::validate_scenario(write(doc, origin))) places.push_back(e.place());
+        for (const kvcheck::sim::InputError& e : kvcheck::sim::validate_scenario(write(doc, origin)))
+            places.push_back(e.place());
         return places;
     }
     fs::path dir() const { return dir_; }
@@ -236,7 +246,9 @@ private:
     fs::path dir_;
 };
 
-bool contains(const std::vector<std::string>& list, const std::string& item) { return std::find(list.begin(), list.end(), item) != list.end(); }
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
 
 }  // namespace
 
@@ -245,7 +257,8 @@ TEST(Schema, EveryScenarioValidatesAndLoads) {
     const std::vector<fs::path> files = scenario_files();
     ASSERT_GE(files.size(), 3u);
     for (const fs::path& file : files) {
-        for (const auto& p : validator().validate(read_json(file)).problems) ADD_FAILURE() << file << " " << p.pointer << ": " << p.message;
+        for (const auto& p : validator().validate(read_json(file)).problems)
+            ADD_FAILURE() << file << " " << p.pointer << ": " << p.message;
         for (const auto& e : kvcheck::sim::validate_scenario(file.string())) ADD_FAILURE() << e.what();
     }
 }
@@ -258,7 +271,8 @@ TEST(Schema, ExamplesUseEveryDocumentedKey) {
         EXPECT_TRUE(r.problems.empty()) << file;
         seen.insert(r.keys_seen.begin(), r.keys_seen.end());
     }
-    for (const std::string& key : validator().documented_keys()) EXPECT_EQ(seen.count(key), 1u) << "no example uses " << key;
+    for (const std::string& key : validator().documented_keys())
+        EXPECT_EQ(seen.count(key), 1u) << "no example uses " << key;
 }
 
 // An unknown key in any object is refused by the schema and makes `kvcheck validate` exit 2 naming it.
@@ -269,14 +283,17 @@ TEST(Schema, UnknownKeysAreRefusedInEveryObject) {
         const json original = read_json(file);
         std::set<std::string> pointers;
         for (const auto& site : validator().validate(original).sites)
-            if (site.schema->contains("additionalProperties") && original.at(json::json_pointer(site.pointer)).is_object()) pointers.insert(site.pointer);
+            if (site.schema->contains("additionalProperties") &&
+                original.at(json::json_pointer(site.pointer)).is_object())
+                pointers.insert(site.pointer);
         for (const std::string& at : pointers) {
             json doc = original;
             doc[json::json_pointer(at)]["zz_unknown_key"] = 1;
             EXPECT_FALSE(validator().validate(doc).problems.empty()) << at;
             const std::string path = scratch.write(doc, file);
             const std::string err = (scratch.dir() / "stderr.txt").string();
-            const int status = std::system((std::string(KVCHECK_BINARY) + " validate " + path + " >/dev/null 2>" + err).c_str());
+            const int status =
+                std::system((std::string(KVCHECK_BINARY) + " validate " + path + " >/dev/null 2>" + err).c_str());
             EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << at;
             std::stringstream text;
             text << std::ifstream(err).rdbuf();
@@ -312,7 +329,9 @@ TEST(Schema, BoundsMatchTheLoader) {
         std::set<std::string> done;
         for (const auto& site : validator().validate(original).sites) {
             const json& s = *site.schema;
-            if (!s.contains("minimum") || !original.at(json::json_pointer(site.pointer)).is_number() || !done.insert(site.pointer).second) continue;
+            if (!s.contains("minimum") || !original.at(json::json_pointer(site.pointer)).is_number() ||
+                !done.insert(site.pointer).second)
+                continue;
             const bool integer = s.value("type", "") == "integer";
             const auto with = [&](const json& value) {
                 json doc = original;
@@ -321,23 +340,32 @@ TEST(Schema, BoundsMatchTheLoader) {
             };
             const auto accepted = [&](const json& value) {
                 const json doc = with(value);
-                EXPECT_FALSE(has_problem_at(validator().validate(doc).problems, site.pointer)) << site.pointer << " = " << value;
-                EXPECT_FALSE(contains(scratch.loader_problems(doc, file), site.pointer)) << site.pointer << " = " << value << " (loader)";
+                EXPECT_FALSE(has_problem_at(validator().validate(doc).problems, site.pointer))
+                    << site.pointer << " = " << value;
+                EXPECT_FALSE(contains(scratch.loader_problems(doc, file), site.pointer))
+                    << site.pointer << " = " << value << " (loader)";
             };
             const auto refused = [&](const json& value) {
                 const json doc = with(value);
-                EXPECT_TRUE(has_problem_at(validator().validate(doc).problems, site.pointer)) << site.pointer << " = " << value;
-                EXPECT_TRUE(contains(scratch.loader_problems(doc, file), site.pointer)) << site.pointer << " = " << value << " (loader)";
+                EXPECT_TRUE(has_problem_at(validator().validate(doc).problems, site.pointer))
+                    << site.pointer << " = " << value;
+                EXPECT_TRUE(contains(scratch.loader_problems(doc, file), site.pointer))
+                    << site.pointer << " = " << value << " (loader)";
             };
             const json& low = s["minimum"];
             accepted(low);
-            if (integer) refused(low.get<std::int64_t>() - 1);
-            else refused(low.get<double>() > 0 ? low.get<double>() / 2 : low.get<double>() - std::max(1.0, std::abs(low.get<double>()) * 1e-9));
+            if (integer)
+                refused(low.get<std::int64_t>() - 1);
+            else
+                refused(low.get<double>() > 0 ? low.get<double>() / 2
+                                              : low.get<double>() - std::max(1.0, std::abs(low.get<double>()) * 1e-9));
             if (s.contains("maximum")) {
                 const json& high = s["maximum"];
                 accepted(high);
-                if (integer) refused(high.get<std::uint64_t>() + 1);
-                else refused(high.get<double>() + std::max(1.0, std::abs(high.get<double>()) * 1e-9));
+                if (integer)
+                    refused(high.get<std::uint64_t>() + 1);
+                else
+                    refused(high.get<double>() + std::max(1.0, std::abs(high.get<double>()) * 1e-9));
             }
             if (integer) refused(low.get<double>() + 0.5);
             ++checked;
@@ -355,11 +383,14 @@ TEST(Schema, EnumsMatchTheLoader) {
         std::set<std::string> done;
         for (const auto& site : validator().validate(original).sites) {
             const json& s = *site.schema;
-            if (!s.contains("enum") || !original.at(json::json_pointer(site.pointer)).is_string() || !done.insert(site.pointer).second) continue;
+            if (!s.contains("enum") || !original.at(json::json_pointer(site.pointer)).is_string() ||
+                !done.insert(site.pointer).second)
+                continue;
             for (const json& value : s["enum"]) {
                 json doc = original;
                 doc[json::json_pointer(site.pointer)] = value;
-                EXPECT_FALSE(contains(scratch.loader_problems(doc, file), site.pointer)) << site.pointer << " = " << value;
+                EXPECT_FALSE(contains(scratch.loader_problems(doc, file), site.pointer))
+                    << site.pointer << " = " << value;
             }
             json doc = original;
             doc[json::json_pointer(site.pointer)] = "zz-not-a-value";
@@ -379,8 +410,10 @@ TEST(Schema, EnumsEqualTheModelCatalogues) {
     for (const auto& p : kvcheck::model::policies()) policies.insert(p.name);
     for (const auto& p : kvcheck::model::presets()) presets.insert(p.name);
     for (const auto& i : kvcheck::model::invariant_catalogue()) invariants.insert(std::string(i.name));
-    for (int f = 0; f < kvcheck::model::kFaultClassCount; ++f) faults.insert(std::string(kvcheck::model::fault_name(static_cast<kvcheck::model::FaultClass>(f))));
-    for (int k = 0; k < kvcheck::model::kStepKindCount; ++k) steps.insert(std::string(kvcheck::model::step_kind_name(static_cast<kvcheck::model::StepKind>(k))));
+    for (int f = 0; f < kvcheck::model::kFaultClassCount; ++f)
+        faults.insert(std::string(kvcheck::model::fault_name(static_cast<kvcheck::model::FaultClass>(f))));
+    for (int k = 0; k < kvcheck::model::kStepKindCount; ++k)
+        steps.insert(std::string(kvcheck::model::step_kind_name(static_cast<kvcheck::model::StepKind>(k))));
     EXPECT_EQ(names(schema["$defs"]["policy"]["enum"]), policies);
     std::set<std::string> expect_keys = policies;
     expect_keys.insert("*");
@@ -403,11 +436,13 @@ TEST(Schema, EveryKeyTheLoaderReadsIsDocumented) {
     const std::string text = source.str();
     std::set<std::string> documented;
     for (const std::string& key : validator().documented_keys()) documented.insert(key.substr(key.find('#') + 1));
-    const std::regex read(R"(\b(?:text|choice|number|unsigned_number|optional_number|optional_unsigned|flag|unsigned_list|raw)\("([A-Za-z_]+)\"|key == "([a-z_]+)\")");
+    const std::regex read(
+        R"(\b(?:text|choice|number|unsigned_number|optional_number|optional_unsigned|flag|unsigned_list|raw)\("([A-Za-z_]+)\"|key == "([a-z_]+)\")");
     std::size_t found = 0;
     for (auto it = std::sregex_iterator(text.begin(), text.end(), read); it != std::sregex_iterator(); ++it) {
         const std::string key = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
-        EXPECT_EQ(documented.count(key), 1u) << "the loader reads \"" << key << "\" but docs/scenario.schema.json does not document it";
+        EXPECT_EQ(documented.count(key), 1u)
+            << "the loader reads \"" << key << "\" but docs/scenario.schema.json does not document it";
         ++found;
     }
     EXPECT_GE(found, 60u);

@@ -38,7 +38,8 @@ std::vector<std::uint64_t> with_new(std::vector<std::uint64_t> shared, std::size
 // first turn's part as the first turn does.
 TEST(TurnSpec, KeysTheEarlierPromptAndAnswerAsTheEarlierTurnDoes) {
     const auto first = plain(1, ids(4), 60, 40);  // 100 tokens: a partial last block, then the answer
-    const auto second = std::make_shared<model::RequestSpec>(model::make_turn_spec(2, first, 3, with_new(ids(3), 8, 50), 16, 120, 30));
+    const auto second =
+        std::make_shared<model::RequestSpec>(model::make_turn_spec(2, first, 3, with_new(ids(3), 8, 50), 16, 120, 30));
     ASSERT_EQ(second->prior_tokens, 100u);
     for (std::uint32_t t = 1; t <= 100; ++t) ASSERT_EQ(second->key(t), first->key(t)) << t;
     const auto alone = plain(2, with_new(ids(3), 8, 50), 120, 30);
@@ -69,7 +70,8 @@ TEST(TurnSpec, ATurnResumesTheAnswerTheEarlierTurnDecoded) {
     };
     for (const Shape& c : {Shape{16, 64, true}, Shape{16, 64, false}, Shape{32, 48, true}}) {
         World w = toy_world("validated", 1 << 20, model::Rollout::cross_request, 64);
-        const auto first = std::make_shared<model::RequestSpec>(model::make_request_spec(1, ids(4), c.block, c.prompt, 128 - c.prompt));
+        const auto first = std::make_shared<model::RequestSpec>(
+            model::make_request_spec(1, ids(4), c.block, c.prompt, 128 - c.prompt));
         run_request(w, w.add_request(first));
         const std::vector<std::uint64_t> blocks = with_new(ids(4), 144 / c.block + 1, 50);
         const std::uint32_t shared = c.prompt / c.block;
@@ -84,7 +86,8 @@ TEST(TurnSpec, ATurnResumesTheAnswerTheEarlierTurnDecoded) {
         } else {
             EXPECT_LE(w.requests[r].resume_len, 64u);
         }
-        for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit, StepKind::finish})
+        for (StepKind k : {StepKind::pin, StepKind::revalidate, StepKind::allocate, StepKind::read, StepKind::commit,
+                           StepKind::finish})
             ok(w, k, r);
     }
 }
@@ -104,13 +107,13 @@ sim::TraceRecord record(std::vector<std::uint64_t> block_ids, std::uint32_t inpu
 // answer does not fit links nothing, even when a shorter one would.
 TEST(SessionLinker, LinksTurnsByTheirWholePromptAndAnswer) {
     sim::SessionLinker linker;
-    EXPECT_FALSE(linker.link(record({1, 2}, 32, 16)));                  // 0: a first turn
-    const auto second = linker.link(record({1, 2, 3, 4}, 60, 10));     // 1: holds 0's 48 tokens
+    EXPECT_FALSE(linker.link(record({1, 2}, 32, 16)));              // 0: a first turn
+    const auto second = linker.link(record({1, 2, 3, 4}, 60, 10));  // 1: holds 0's 48 tokens
     ASSERT_TRUE(second);
     EXPECT_EQ(second->parent, 0u);
     EXPECT_EQ(second->shared_blocks, 2u);
-    EXPECT_FALSE(linker.link(record({1, 2, 5}, 40, 1)));               // 2: 0's prompt, not its answer
-    const auto third = linker.link(record({1, 2, 3, 6, 7}, 80, 4));    // 3: continues 1 (3 whole blocks)
+    EXPECT_FALSE(linker.link(record({1, 2, 5}, 40, 1)));             // 2: 0's prompt, not its answer
+    const auto third = linker.link(record({1, 2, 3, 6, 7}, 80, 4));  // 3: continues 1 (3 whole blocks)
     ASSERT_TRUE(third);
     EXPECT_EQ(third->parent, 1u);
     EXPECT_EQ(third->shared_blocks, 3u);
@@ -138,10 +141,12 @@ TEST(SessionLinker, LooksBackOnlyOverItsWindow) {
 nlohmann::json two_turns(const nlohmann::json& sessions) {
     nlohmann::json workload = {
         {"block_size", 16},
-        {"requests", {{{"at_ms", 0}, {"input_tokens", 64}, {"output_tokens", 64}, {"blocks", {1, 2, 3, 4}}},
-                      {{"at_ms", 1}, {"input_tokens", 144}, {"output_tokens", 1}, {"blocks", {1, 2, 3, 4, 5, 6, 7, 8, 9}}}}}};
+        {"requests",
+         {{{"at_ms", 0}, {"input_tokens", 64}, {"output_tokens", 64}, {"blocks", {1, 2, 3, 4}}},
+          {{"at_ms", 1}, {"input_tokens", 144}, {"output_tokens", 1}, {"blocks", {1, 2, 3, 4, 5, 6, 7, 8, 9}}}}}};
     if (!sessions.is_null()) workload["sessions"] = sessions;
-    return {{"name", "two-turns"}, {"model", "toy"}, {"workload", workload}, {"compute", {{"decode_ms_per_token", 20}}}};
+    return {
+        {"name", "two-turns"}, {"model", "toy"}, {"workload", workload}, {"compute", {{"decode_ms_per_token", 20}}}};
 }
 
 nlohmann::json run_json(const nlohmann::json& scenario, const std::string& name) {
@@ -173,7 +178,8 @@ TEST(SessionRuns, ATurnWaitsForTheEarlierTurnAndResumesItsAnswer) {
 
     // Switched off explicitly: the same as without the key.
     EXPECT_EQ(run_json(two_turns(false), "sessions-false")["final_state_hash"], off["final_state_hash"]);
-    EXPECT_EQ(run_json(two_turns({{"enabled", false}}), "sessions-disabled")["final_state_hash"], off["final_state_hash"]);
+    EXPECT_EQ(run_json(two_turns({{"enabled", false}}), "sessions-disabled")["final_state_hash"],
+              off["final_state_hash"]);
 }
 
 // Proves: bad session options exit 2 naming the file and the JSON pointer.
@@ -202,7 +208,8 @@ TEST(SessionRuns, TraceStatsCountTheTurnsARunReplays) {
     ASSERT_EQ(stats.code, 0) << stats.all();
     const nlohmann::json counted = nlohmann::json::parse(stats.out);
     const fs::path source = kSourceDir / "scenarios" / "sessions-conversation.json";
-    const Outcome run = run_kvcheck({"run", relocated_copy(source, read_json(source), "sessions-stats").string(), "--json", "--quiet"});
+    const Outcome run =
+        run_kvcheck({"run", relocated_copy(source, read_json(source), "sessions-stats").string(), "--json", "--quiet"});
     ASSERT_EQ(run.code, 0) << run.all();
     const nlohmann::json report = nlohmann::json::parse(run.out);
     EXPECT_EQ(counted["session_turns"], report["sessions"]["turns"]);
@@ -242,7 +249,8 @@ TEST(SessionScope, TheSecondTurnResumesTheAnswerAndValidatedHoldsEverywhere) {
         EXPECT_EQ(w.requests[1].resume_len, turn ? 128u : 64u);
     }
     scope.requests[1].continues = 0;
-    const sim::ExploreReport report = sim::explore(scope, model::find_policy("validated")->defenses, sim::ExploreOptions{});
+    const sim::ExploreReport report =
+        sim::explore(scope, model::find_policy("validated")->defenses, sim::ExploreOptions{});
     EXPECT_TRUE(report.exhausted);
     EXPECT_FALSE(report.counterexample.has_value()) << report.counterexample->violations.front().invariant;
     EXPECT_EQ(report.stuck_states, 0u);
@@ -254,12 +262,14 @@ TEST(SessionScope, TheSecondTurnResumesTheAnswerAndValidatedHoldsEverywhere) {
 // replays it under `kvcheck run` with the same violation.
 TEST(SessionScope, AViolationWhileWarmingUpIsTheCounterexample) {
     const fs::path out = scratch("session-warm-up");
-    const Outcome o = run_kvcheck({"check", "--scope", "session", "--policy", "shared-freelist", "--out", out.string(), "--json"});
+    const Outcome o =
+        run_kvcheck({"check", "--scope", "session", "--policy", "shared-freelist", "--out", out.string(), "--json"});
     ASSERT_EQ(o.code, 1) << o.all();
     EXPECT_EQ(nlohmann::json::parse(o.out)["violated"], "RL2_form_separation") << o.all();
     const Outcome text = run_kvcheck({"check", "--scope", "session", "--policy", "shared-freelist"});
     EXPECT_EQ(text.code, 1) << text.all();
-    EXPECT_NE(text.out.find("counterexample (10 steps: warm request 0 warming up alone):"), std::string::npos) << text.all();
+    EXPECT_NE(text.out.find("counterexample (10 steps: warm request 0 warming up alone):"), std::string::npos)
+        << text.all();
     const nlohmann::json doc = read_json(out / "counterexample.json");
     EXPECT_FALSE(doc["scope"]["requests"][0].contains("warm"));
     EXPECT_EQ(doc["scope"]["requests"][1]["continues"], 0);

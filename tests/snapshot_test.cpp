@@ -1,14 +1,14 @@
 // The explorer's frontier codec (model/snapshot.hpp): a World restored from its encoding is the
 // same state and behaves the same from then on.
-#include <gtest/gtest.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "model/driver.hpp"
+#include <gtest/gtest.h>
+
 #include "model/core.hpp"
+#include "model/driver.hpp"
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
 #include "model/snapshot.hpp"
@@ -90,8 +90,10 @@ void walk_and_compare(const char* policy) {
             restored = other;
             scratch = encoded(codec, walked);
             ASSERT_EQ(codec.decode(scratch.data(), restored), scratch.data() + scratch.size());
-            ASSERT_EQ(model::state_hash(restored), model::state_hash(walked)) << policy << " seed " << seed << " depth " << depth;
-            ASSERT_EQ(encoded(codec, restored), encoded(codec, walked)) << policy << " seed " << seed << " depth " << depth;
+            ASSERT_EQ(model::state_hash(restored), model::state_hash(walked))
+                << policy << " seed " << seed << " depth " << depth;
+            ASSERT_EQ(encoded(codec, restored), encoded(codec, walked))
+                << policy << " seed " << seed << " depth " << depth;
             model::enabled_steps(walked, budget.kinds(scope), steps);
             if (steps.empty()) break;
             const model::Step step = steps[rng.below(steps.size())];
@@ -105,7 +107,8 @@ void walk_and_compare(const char* policy) {
             EXPECT_EQ(a.tokens_computed, b.tokens_computed);
             EXPECT_EQ(a.admission_refused, b.admission_refused);
             // Bytes can differ now (rows' padding), so compare what the state hash leaves out too.
-            ASSERT_EQ(model::state_hash(restored), model::state_hash(walked)) << policy << " seed " << seed << " depth " << depth;
+            ASSERT_EQ(model::state_hash(restored), model::state_hash(walked))
+                << policy << " seed " << seed << " depth " << depth;
             EXPECT_EQ(unhashed(restored), unhashed(walked)) << policy << " seed " << seed << " depth " << depth;
             EXPECT_EQ(invariant_names(restored, b), invariant_names(walked, a));
             ++steps_compared;

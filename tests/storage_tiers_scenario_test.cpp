@@ -2,11 +2,10 @@
 // which tier a transfer runs on, a tier's link moving one transfer at a time, a full tier
 // dropping entries, and what a request does about its loads: wait, stop waiting at a cap
 // (compute.max_load_wait_us), or fail at a failed load (compute.load_failure_policy).
-#include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_fixtures.hpp"
@@ -17,22 +16,45 @@ namespace {
 // loads in a row); a third request loads it back.
 nlohmann::json tier_link_scenario() {
     const auto block = [](std::uint64_t id) { return nlohmann::json(id); };
-    return {
-        {"name", "tier-link"},
-        {"description", "One request's prefix spills to disk; a later one loads it back through the disk's link."},
-        {"model", {{"name", "one-group"}, {"prefill_tokens_per_s", 100000},
-                   {"groups", {{{"name", "kv"}, {"kind", "full"}, {"layers", 1}, {"block_tokens", 16}, {"segment_tokens", 16},
-                                {"compress_ratio", 1}, {"bytes_per_token_layer", 1024}, {"layout_id", 1}}}}}},
-        {"workload", {{"requests", {{{"at_ms", 0}, {"input_tokens", 128}, {"output_tokens", 0}, {"block_tokens", 16},
-                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8)}}},
-                                    // Its allocation spills the first request's cold blocks.
-                                    {{"at_ms", 500}, {"input_tokens", 32}, {"output_tokens", 0}, {"block_tokens", 16},
-                                     {"blocks", {block(101), block(102)}}},
-                                    {{"at_ms", 1000}, {"input_tokens", 144}, {"output_tokens", 0}, {"block_tokens", 16},
-                                     {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8), block(9)}}}}}}},
-        {"storage", {{"gpu_budget_bytes", 200000}, {"offload_watermark", 0.05},
-                     {"host", {{"capacity_bytes", 0}, {"bandwidth_gb_per_s", 20}, {"latency_us", 0}, {"jitter_us", 0}}},
-                     {"disk", {{"capacity_bytes", 1 << 30}, {"bandwidth_gb_per_s", 0.001}, {"latency_us", 0}, {"jitter_us", 0}}}}}};
+    return {{"name", "tier-link"},
+            {"description", "One request's prefix spills to disk; a later one loads it back through the disk's link."},
+            {"model",
+             {{"name", "one-group"},
+              {"prefill_tokens_per_s", 100000},
+              {"groups",
+               {{{"name", "kv"},
+                 {"kind", "full"},
+                 {"layers", 1},
+                 {"block_tokens", 16},
+                 {"segment_tokens", 16},
+                 {"compress_ratio", 1},
+                 {"bytes_per_token_layer", 1024},
+                 {"layout_id", 1}}}}}},
+            {"workload",
+             {{"requests",
+               {{{"at_ms", 0},
+                 {"input_tokens", 128},
+                 {"output_tokens", 0},
+                 {"block_tokens", 16},
+                 {"blocks", {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8)}}},
+                // Its allocation spills the first request's cold blocks.
+                {{"at_ms", 500},
+                 {"input_tokens", 32},
+                 {"output_tokens", 0},
+                 {"block_tokens", 16},
+                 {"blocks", {block(101), block(102)}}},
+                {{"at_ms", 1000},
+                 {"input_tokens", 144},
+                 {"output_tokens", 0},
+                 {"block_tokens", 16},
+                 {"blocks",
+                  {block(1), block(2), block(3), block(4), block(5), block(6), block(7), block(8), block(9)}}}}}}},
+            {"storage",
+             {{"gpu_budget_bytes", 200000},
+              {"offload_watermark", 0.05},
+              {"host", {{"capacity_bytes", 0}, {"bandwidth_gb_per_s", 20}, {"latency_us", 0}, {"jitter_us", 0}}},
+              {"disk",
+               {{"capacity_bytes", 1 << 30}, {"bandwidth_gb_per_s", 0.001}, {"latency_us", 0}, {"jitter_us", 0}}}}}};
 }
 
 // The report.json of a run of `scenario`, which must pass.
@@ -72,7 +94,8 @@ TEST(StorageTiers, FailurePpmFailsTransfersOnThatTier) {
     EXPECT_EQ(report(unused)["final_state_hash"], base["final_state_hash"]);
     const nlohmann::json r = report(failing);
     EXPECT_GT(r["offloads"].get<int>(), 0);
-    EXPECT_EQ(r["faults_injected"].value("F2", 0), r["offloads"].get<int>()) << "every offload fails on the failing disk";
+    EXPECT_EQ(r["faults_injected"].value("F2", 0), r["offloads"].get<int>())
+        << "every offload fails on the failing disk";
     EXPECT_EQ(r["loads"].get<int>(), 0);
     EXPECT_EQ(r["silent_corruptions"].get<int>(), 0);
 }
@@ -100,7 +123,8 @@ TEST(StorageTiers, TransfersRunWhereTheirCopyRests) {
     };
     const nlohmann::json roomy = report(std::uint64_t{1} << 40, 0, "host-roomy");
     EXPECT_EQ(roomy["demotions"].get<std::uint64_t>(), 0u);
-    EXPECT_EQ(roomy["memory_bytes"]["host_total"], roomy["memory_bytes"]["disk_total"]) << "every copy rests in host memory";
+    EXPECT_EQ(roomy["memory_bytes"]["host_total"], roomy["memory_bytes"]["disk_total"])
+        << "every copy rests in host memory";
     EXPECT_GT(from(roomy, "host"), 0u);
     EXPECT_EQ(from(roomy, "disk"), 0u);
 
@@ -110,14 +134,16 @@ TEST(StorageTiers, TransfersRunWhereTheirCopyRests) {
     EXPECT_GT(from(none, "disk"), 0u);
 
     const nlohmann::json shipped = report(host_bytes, 0, "host-shipped");
-    EXPECT_GT(shipped["demotions"].get<std::uint64_t>(), 0u) << "the quickstart offloads more than its host memory holds";
+    EXPECT_GT(shipped["demotions"].get<std::uint64_t>(), 0u)
+        << "the quickstart offloads more than its host memory holds";
     EXPECT_LE(shipped["memory_bytes"]["host_total"].get<std::uint64_t>(), host_bytes);
     EXPECT_GT(from(shipped, "host"), 0u);
     EXPECT_GT(from(shipped, "disk"), 0u);
 
     const nlohmann::json failing = report(std::uint64_t{1} << 40, 1'000'000, "host-failing");
     EXPECT_GT(failing["offloads"].get<int>(), 0);
-    EXPECT_EQ(failing["faults_injected"].value("F2", 0), failing["offloads"].get<int>()) << "every copy is written to the failing host";
+    EXPECT_EQ(failing["faults_injected"].value("F2", 0), failing["offloads"].get<int>())
+        << "every copy is written to the failing host";
     EXPECT_EQ(failing["loads"].get<int>(), 0);
 }
 
@@ -135,7 +161,8 @@ TEST(StorageTiers, ATiersLinkMovesOneTransferAtATime) {
     const double one_load_ms = 16384 / 1e6 * 1e3;
     EXPECT_NEAR(r["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms, 1e-3);
     doc["storage"]["disk"]["bandwidth_gb_per_s"] = 0.002;
-    EXPECT_NEAR(passing_report(doc, "tier-link-faster")["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms / 2, 1e-3);
+    EXPECT_NEAR(passing_report(doc, "tier-link-faster")["io_wait_ms"]["p99"].get<double>(), loads * one_load_ms / 2,
+                1e-3);
 }
 
 // Proves: compute.max_load_wait_us cuts a wait for loads off at the cap (model step
@@ -158,7 +185,8 @@ TEST(StorageTiers, MaxLoadWaitStopsWaitingAndTheLoadsLandLater) {
     const fs::path file = scratch("load-wait-cap-text") / "scenario.json";
     write_text(file, doc.dump(2));
     const Outcome text = kvcheck({"run", file.string(), "--out", (scratch("load-wait-cap-out") / "run").string()});
-    EXPECT_NE(text.out.find("io_wait_ms p50=50.0 p99=50.0 waits=1 stopped=1 requests_failed=0\n"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("io_wait_ms p50=50.0 p99=50.0 waits=1 stopped=1 requests_failed=0\n"), std::string::npos)
+        << text.out;
 
     doc["compute"]["max_load_wait_us"] = 0;
     const nlohmann::json none = passing_report(doc, "load-wait-none");
@@ -223,5 +251,6 @@ TEST(StorageTiers, LoadFailurePolicyFailEndsTheRequest) {
               144 - recomputes["reused_tokens"].get<int>())
         << "the failed request computes nothing";
     ASSERT_EQ(fails["io_wait_ms"]["waits"].get<int>(), 1);
-    EXPECT_NEAR(fails["io_wait_ms"]["p99"].get<double>(), 16384 / 1e6 * 1e3, 1e-3) << "it waited for the first load only";
+    EXPECT_NEAR(fails["io_wait_ms"]["p99"].get<double>(), 16384 / 1e6 * 1e3, 1e-3)
+        << "it waited for the first load only";
 }

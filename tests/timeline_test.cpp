@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "model/world.hpp"
-#include "tests/model_fixtures.hpp"
 #include "sim/des/engine.hpp"
-#include "sim/scenario/scenario.hpp"
 #include "sim/report/timeline.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "tests/model_fixtures.hpp"
 
 namespace {
 
@@ -45,7 +45,7 @@ TEST(TimelineTest, SpansInstantsAndSamplesComeOutInOrderAndCapped) {
     t.memory(0, world);
     t.span(0, "request", 1'000, 5'000, "12 in, 3 out");
     t.span(2, "request", 1'000, 5'000, "not tracked");  // uid 2 is past the first two requests
-    t.memory(500'000, world);                            // less than 1 ms after the last sample
+    t.memory(500'000, world);                           // less than 1 ms after the last sample
     t.instant("F2 load failure", 2'000'000, "io_fail \"op\" 1");
     t.memory(2'000'000, world);
     t.span(1, "io_wait", 3'000, 3'500);
@@ -88,7 +88,8 @@ TEST(TimelineTest, InstantsStopAtTheirCapAndSaySo) {
     const json& cap = events[1 + taken];
     EXPECT_EQ(cap["name"], "timeline instant cap reached");
     EXPECT_DOUBLE_EQ(cap["ts"].get<double>(), static_cast<double>(taken) / 1000.0);
-    EXPECT_EQ(cap["args"]["detail"].get<std::string>().rfind("this and 4 later fault instants are not drawn", 0), 0u) << cap;
+    EXPECT_EQ(cap["args"]["detail"].get<std::string>().rfind("this and 4 later fault instants are not drawn", 0), 0u)
+        << cap;
     EXPECT_EQ(events.back()["name"], "violation OR1_ground_truth");
 }
 
@@ -166,10 +167,12 @@ TEST(TimelineTest, IoFaultInstantsNameTheirTransfer) {
         const std::string name = e["name"];
         const std::string detail = e["args"]["detail"];
         if (name == "F4 late I/O") {
-            EXPECT_TRUE(detail.starts_with("io_complete load of ") || detail.starts_with("io_complete offload of ")) << detail;
+            EXPECT_TRUE(detail.starts_with("io_complete load of ") || detail.starts_with("io_complete offload of "))
+                << detail;
             late.insert(detail);
         } else if (name == "F2 load failure" || name == "F2 offload failure") {
-            EXPECT_TRUE(detail.starts_with(name == "F2 load failure" ? "io_fail load of " : "io_fail offload of ")) << name << ": " << detail;
+            EXPECT_TRUE(detail.starts_with(name == "F2 load failure" ? "io_fail load of " : "io_fail offload of "))
+                << name << ": " << detail;
             ++failures;
         }
     }

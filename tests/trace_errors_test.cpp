@@ -31,69 +31,94 @@ TEST_F(Workload, MalformedInputsAreReported) {
         {"folder", TraceFormat::mooncake, "<dir>", "", "is a directory"},
         {"empty", TraceFormat::mooncake, "", "", "no requests"},
         {"blank", TraceFormat::mooncake, "\n  \n", "", "no requests"},
-        {"broken", TraceFormat::mooncake, ok + "{\"timestamp\": 1, \"input_length\": 10 \"output_length\": 1}\n", "2:37", "invalid JSON"},
+        {"broken", TraceFormat::mooncake, ok + "{\"timestamp\": 1, \"input_length\": 10 \"output_length\": 1}\n",
+         "2:37", "invalid JSON"},
         {"truncated", TraceFormat::mooncake, ok + "{\"timestamp\": 1, \"input_len", "2:18", "missing closing quote"},
         {"utf8", TraceFormat::mooncake, "{\"timestamp\": 0, \"x\": \"\xFF\"}\n", "1:24", "invalid UTF-8 byte 0xFF"},
         {"utf8-broken-sequence", TraceFormat::mooncake, "{\"timestamp\": 0, \"x\": \"\xE9\"}\n", "1:25",
          "invalid UTF-8 byte 0x22 in a sequence that starts with 0xE9"},
         {"not_object", TraceFormat::mooncake, "[1, 2]\n", "1:1", "expected a JSON object"},
-        {"trailing_garbage", TraceFormat::mooncake, ok.substr(0, ok.size() - 1) + "   garbage\n", "1:77", "expected end of input"},
-        {"string_length", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": \"10\", \"output_length\": 1, \"hash_ids\": [1]}\n",
-         "1:34", "expected an unsigned integer for \"input_length\", got a string \"10\""},
-        {"negative", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": -5, \"hash_ids\": [1]}\n",
-         "1:55", "expected an unsigned integer for \"output_length\", got -5"},
-        {"huge", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 99999999999999999999999, \"output_length\": 1, \"hash_ids\": [1]}\n",
+        {"trailing_garbage", TraceFormat::mooncake, ok.substr(0, ok.size() - 1) + "   garbage\n", "1:77",
+         "expected end of input"},
+        {"string_length", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": \"10\", \"output_length\": 1, \"hash_ids\": [1]}\n", "1:34",
+         "expected an unsigned integer for \"input_length\", got a string \"10\""},
+        {"negative", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": -5, \"hash_ids\": [1]}\n", "1:55",
+         "expected an unsigned integer for \"output_length\", got -5"},
+        {"huge", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 99999999999999999999999, \"output_length\": 1, \"hash_ids\": [1]}\n",
          "1:34", "expected an unsigned integer for \"input_length\""},
-        {"over_limit", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 16777217, \"output_length\": 1, \"hash_ids\": [1]}\n",
-         "1:34", "at most 16777216"},
+        {"over_limit", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 16777217, \"output_length\": 1, \"hash_ids\": [1]}\n", "1:34",
+         "at most 16777216"},
         {"missing_key", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1}\n", "1",
          "missing key \"hash_ids\""},
-        {"short_ids", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
-         "1:72", "expected 3 hash ids for input_length 1500 at 512 tokens per block, got 2"},
-        {"long_ids", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
-         "1:70", "expected 1 hash id for input_length 10 at 512 tokens per block, got 2"},
-        {"bad_id", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, -2]}\n",
-         "1:75", "expected an unsigned integer at hash_ids[1], got -2"},
-        {"bad_first_id", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [ \"1\", 2, 3]}\n",
-         "1:74", "expected an unsigned integer at hash_ids[0], got a string \"1\""},
-        {"bad_last_id", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1,2,  [3]]}\n",
-         "1:79", "expected an unsigned integer at hash_ids[2], got"},
-        {"backwards", TraceFormat::mooncake, ok + "{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n" +
-                                                 "{\"timestamp\": 8, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
+        {"short_ids", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 1, \"hash_ids\": [1, 2]}\n", "1:72",
+         "expected 3 hash ids for input_length 1500 at 512 tokens per block, got 2"},
+        {"long_ids", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1, 2]}\n", "1:70",
+         "expected 1 hash id for input_length 10 at 512 tokens per block, got 2"},
+        {"bad_id", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, -2]}\n", "1:75",
+         "expected an unsigned integer at hash_ids[1], got -2"},
+        {"bad_first_id", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [ \"1\", 2, 3]}\n", "1:74",
+         "expected an unsigned integer at hash_ids[0], got a string \"1\""},
+        {"bad_last_id", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 1, \"hash_ids\": [1,2,  [3]]}\n", "1:79",
+         "expected an unsigned integer at hash_ids[2], got"},
+        {"backwards", TraceFormat::mooncake,
+         ok + "{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n" +
+             "{\"timestamp\": 8, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
          "3:15", "arrival time goes back"},
-        {"float_ms", TraceFormat::mooncake, "{\"timestamp\": 0.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
-         "1:15", "expected an unsigned integer (milliseconds) for \"timestamp\""},
-        {"word_time", TraceFormat::jsonl, "{\"timestamp\": \"soon\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
-         "1:15", "expected a non-negative number (or a string holding one) of ms"},
+        {"float_ms", TraceFormat::mooncake,
+         "{\"timestamp\": 0.5, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n", "1:15",
+         "expected an unsigned integer (milliseconds) for \"timestamp\""},
+        {"word_time", TraceFormat::jsonl,
+         "{\"timestamp\": \"soon\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n", "1:15",
+         "expected a non-negative number (or a string holding one) of ms"},
         // The bad literal itself is placed, not the key before it nor the end of a number.
-        {"literal_after_key", TraceFormat::mooncake, "{\"timestamp\": Infinity, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
-         "1:15", "invalid literal"},
-        {"number_after_number", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 0600, \"output_length\": 1, \"hash_ids\": [1]}\n",
-         "1:34", "unexpected number literal"},
-        {"literal_in_array", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [NaN]}\n",
-         "1:70", "invalid literal"},
-        {"literal_after_tab", TraceFormat::mooncake, "{\"timestamp\":\ttru, \"input_length\": 1}\n", "1:15", "invalid literal"},
+        {"literal_after_key", TraceFormat::mooncake,
+         "{\"timestamp\": Infinity, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n", "1:15",
+         "invalid literal"},
+        {"number_after_number", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 0600, \"output_length\": 1, \"hash_ids\": [1]}\n", "1:34",
+         "unexpected number literal"},
+        {"literal_in_array", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [NaN]}\n", "1:70",
+         "invalid literal"},
+        {"literal_after_tab", TraceFormat::mooncake, "{\"timestamp\":\ttru, \"input_length\": 1}\n", "1:15",
+         "invalid literal"},
         {"number_after_true", TraceFormat::mooncake, "[true-1]\n", "1:6", "unexpected number literal"},
-        {"truncated_after_number", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 12", "1:35", "unexpected end of input"},
+        {"truncated_after_number", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 12", "1:35",
+         "unexpected end of input"},
         // A number past 64 bits is echoed as written, not as the double nlohmann holds.
-        {"timestamp_past_64_bits", TraceFormat::mooncake, "{\"timestamp\": 18446744073709551616, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
+        {"timestamp_past_64_bits", TraceFormat::mooncake,
+         "{\"timestamp\": 18446744073709551616, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n",
          "1:15", "for \"timestamp\", got 18446744073709551616"},
-        {"id_past_64_bits", TraceFormat::mooncake, "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [18446744073709551616]}\n",
+        {"id_past_64_bits", TraceFormat::mooncake,
+         "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [18446744073709551616]}\n",
          "1:70", "at hash_ids[0], got 18446744073709551616"},
         // The key's value is placed, not a key of a nested object nor text inside another key.
         {"key_text_inside_another_key", TraceFormat::mooncake,
-         "{\"x\\\"input_length\": 7, \"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n", "1:56",
-         "expected \"input_length\" at least 1"},
+         "{\"x\\\"input_length\": 7, \"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n",
+         "1:56", "expected \"input_length\" at least 1"},
         {"key_in_nested_object", TraceFormat::mooncake,
-         "{\"meta\": {\"input_length\": 7}, \"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n", "1:63",
-         "expected \"input_length\" at least 1"},
-        {"nul_after_object", TraceFormat::mooncake, ok.substr(0, ok.size() - 1) + std::string(1, '\0') + ok, "1:74", "a NUL byte (0x00)"},
-        {"csv_header", TraceFormat::azure, "TIME,Context,Generated\n2023-11-16 18:17:03.1,1,1\n", "1:1", "expected the CSV header"},
+         "{\"meta\": {\"input_length\": 7}, \"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": "
+         "[]}\n",
+         "1:63", "expected \"input_length\" at least 1"},
+        {"nul_after_object", TraceFormat::mooncake, ok.substr(0, ok.size() - 1) + std::string(1, '\0') + ok, "1:74",
+         "a NUL byte (0x00)"},
+        {"csv_header", TraceFormat::azure, "TIME,Context,Generated\n2023-11-16 18:17:03.1,1,1\n", "1:1",
+         "expected the CSV header"},
         {"csv_columns", TraceFormat::azure, header + "2023-11-16 18:17:03.1,1,1\n2023-11-16 18:17:04.1,1\n", "3",
          "expected 3 columns (TIMESTAMP,ContextTokens,GeneratedTokens), got 2"},
         {"csv_month", TraceFormat::azure, header + "2023-13-16 18:17:03.1,1,1\n", "2:1", "expected a TIMESTAMP like"},
         {"csv_year", TraceFormat::azure, header + "1969-12-31 23:59:59.1,1,1\n", "2:1", "(years 1970 to 2500)"},
-        {"csv_fraction", TraceFormat::azure, header + "2023-11-16 18:17:03.1234567890,1,1\n", "2:1", "expected a TIMESTAMP like"},
+        {"csv_fraction", TraceFormat::azure, header + "2023-11-16 18:17:03.1234567890,1,1\n", "2:1",
+         "expected a TIMESTAMP like"},
         {"csv_tokens", TraceFormat::azure, header + "2023-11-16 18:17:03.1,12x,1\n", "2:23",
          "expected an unsigned integer for ContextTokens, got \"12x\""},
         {"csv_negative", TraceFormat::azure, header + "2023-11-16 18:17:03.1,12,-1\n", "2:26",
@@ -147,13 +172,16 @@ TEST_F(Workload, FastPathMatchesDomPath) {
     const std::vector<std::string> mooncake = {
         R"({"timestamp": 0, "input_length": 1025, "output_length": 7, "hash_ids": [0, 1, 2]})",
         R"({"timestamp":5,"input_length":512,"output_length":0,"hash_ids":[18446744073709551615]})",
-        " \t{ \"hash_ids\" : [ 3 ,\t4 ] , \"output_length\" : 16777216 , \"input_length\" : 513 , \"timestamp\" : 6 } \t\r",
+        " \t{ \"hash_ids\" : [ 3 ,\t4 ] , \"output_length\" : 16777216 , \"input_length\" : 513 , \"timestamp\" : 6 } "
+        "\t\r",
         R"({"timestamp": 7, "input_length": 1, "output_length": 1, "hash_ids": [4], "note": "caf\u00e9 \"x\"", "n": null,)"
         R"( "b": true, "f": -1.5e308, "i": -7, "u": 99999999999999999999999})",
         R"({"time\u0073tamp": 1000000000000, "input_length": 1, "output_length": 2, "hash_ids": [0]})",  // kArrivalMaxNs
-        R"({"timestamp": 1000000000000, "input_length": 16777216, "output_length": 3, "hash_ids": [)" + ids_32768 + "]}",
+        R"({"timestamp": 1000000000000, "input_length": 16777216, "output_length": 3, "hash_ids": [)" + ids_32768 +
+            "]}",
     };
-    const std::vector<std::string> general = {  // seconds, 16-token blocks: float and string timestamps too
+    const std::vector<std::string> general = {
+        // seconds, 16-token blocks: float and string timestamps too
         R"({"timestamp": "1700000000.25", "input_length": 17, "output_length": 1, "hash_ids": [5, 9]})",
         R"({"timestamp": 1700000000.5, "input_length": 16, "output_length": 2, "hash_ids": [5]})",
         R"({"timestamp": 1.7000000015e9, "input_length": 33, "output_length": 0, "hash_ids": [5, 6, 7]})",
@@ -167,7 +195,8 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         const auto& [lines, options] = traces[t];
         std::vector<std::string> dom_lines;
         for (const std::string& line : lines) {
-            EXPECT_TRUE(detail::parse_flat_trace_line(line, options.format == TraceFormat::jsonl, flat)) << line.substr(0, 80);
+            EXPECT_TRUE(detail::parse_flat_trace_line(line, options.format == TraceFormat::jsonl, flat))
+                << line.substr(0, 80);
             dom_lines.push_back(through_dom(line));
             EXPECT_FALSE(detail::parse_flat_trace_line(dom_lines.back(), true, flat)) << dom_lines.back().substr(0, 80);
         }
@@ -184,7 +213,8 @@ TEST_F(Workload, FastPathMatchesDomPath) {
             EXPECT_EQ(fast[i].line, dom[i].line) << t << ":" << i;
         }
     }
-    EXPECT_EQ(read_all(write("spot", joined(mooncake)), TraceOptions{})[5].block_ids[32767], std::uint64_t{32767} * 1'000'003);
+    EXPECT_EQ(read_all(write("spot", joined(mooncake)), TraceOptions{})[5].block_ids[32767],
+              std::uint64_t{32767} * 1'000'003);
 
     // Lines of the fast path's shape that a check after parsing rejects (the last line of each).
     const std::string ok = R"({"timestamp": 10, "input_length": 10, "output_length": 1, "hash_ids": [1]})";
@@ -197,8 +227,10 @@ TEST_F(Workload, FastPathMatchesDomPath) {
         {R"({"timestamp": "soon", "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
         {R"({"timestamp": -0.5, "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
         {R"({"timestamp": 1e300, "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
-        {R"({"timestamp": "18446744073709.9", "input_length": 1, "output_length": 1, "hash_ids": [1]})", jsonl(TimeUnit::ms, 512)},
-        {R"({"timestamp": 1000000000011, "input_length": 1, "output_length": 1, "hash_ids": [1]})", TraceOptions{}},  // past kArrivalMaxNs
+        {R"({"timestamp": "18446744073709.9", "input_length": 1, "output_length": 1, "hash_ids": [1]})",
+         jsonl(TimeUnit::ms, 512)},
+        {R"({"timestamp": 1000000000011, "input_length": 1, "output_length": 1, "hash_ids": [1]})",
+         TraceOptions{}},  // past kArrivalMaxNs
     };
     for (std::size_t c = 0; c < failing.size(); ++c) {
         const auto& [line, options] = failing[c];
@@ -238,7 +270,8 @@ TEST_F(Workload, FastPathMatchesDomPath) {
          })
         EXPECT_FALSE(detail::parse_flat_trace_line(line, true, flat)) << line;
     EXPECT_FALSE(detail::parse_flat_trace_line(general[1], false, flat)) << "Mooncake takes unsigned timestamps only";
-    const std::string repeated = R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "timestamp": 14})";
+    const std::string repeated =
+        R"({"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "timestamp": 14})";
     try {
         read_all(write("repeated", joined({ok, repeated})), TraceOptions{});
         ADD_FAILURE() << "a key given twice in a line is refused";

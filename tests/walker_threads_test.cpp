@@ -8,8 +8,8 @@ using namespace kvcheck;
 
 namespace {
 
-sim::FuzzReport run(const std::string& policy, std::uint32_t threads, std::uint32_t shard, std::uint32_t shards, bool keep_going,
-                    std::uint64_t seed = 7) {
+sim::FuzzReport run(const std::string& policy, std::uint32_t threads, std::uint32_t shard, std::uint32_t shards,
+                    bool keep_going, std::uint64_t seed = 7) {
     sim::FuzzOptions o;
     o.policy = policy;
     o.seed = seed;

@@ -1,11 +1,11 @@
 // Unit tests of sim/workload: the trace readers (every format; bad lines are in
 // trace_errors_test.cpp), the statistics, the Azure sharing model, the synthesizer and the `kvcheck trace` command.
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,7 +22,8 @@ namespace {
 
 // A public trace from fetch-traces (traces/) or from the shared folder, or "" when neither exists.
 std::string real_trace(const std::string& relative) {
-    for (const std::string& root : {std::string(KVCHECK_SOURCE_DIR) + "/traces/", std::string(KVCHECK_SOURCE_DIR) + "/../shared/traces/"})
+    for (const std::string& root :
+         {std::string(KVCHECK_SOURCE_DIR) + "/traces/", std::string(KVCHECK_SOURCE_DIR) + "/../shared/traces/"})
         if (fs::exists(root + relative)) return root + relative;
     return "";
 }
@@ -30,10 +31,11 @@ std::string real_trace(const std::string& relative) {
 // Proves: Mooncake lines give relative arrivals, lengths, ids and line numbers; a BOM, CRLF
 // endings and blank lines are accepted.
 TEST_F(Workload, MooncakeLinesParse) {
-    const std::string path = write("m.jsonl",
-                                   "\xEF\xBB\xBF{\"timestamp\": 1000, \"input_length\": 1025, \"output_length\": 7, \"hash_ids\": [0, 1, 2]}\r\n"
-                                   "\n"
-                                   "{\"timestamp\": 1003, \"input_length\": 512, \"output_length\": 0, \"hash_ids\": [0]}\n");
+    const std::string path = write(
+        "m.jsonl",
+        "\xEF\xBB\xBF{\"timestamp\": 1000, \"input_length\": 1025, \"output_length\": 7, \"hash_ids\": [0, 1, 2]}\r\n"
+        "\n"
+        "{\"timestamp\": 1003, \"input_length\": 512, \"output_length\": 0, \"hash_ids\": [0]}\n");
     const auto records = read_all(path, TraceOptions{});
     ASSERT_EQ(records.size(), 2u);
     EXPECT_EQ(records[0].arrival_ns, 0u);
@@ -48,7 +50,8 @@ TEST_F(Workload, MooncakeLinesParse) {
 // Proves: "-0", which nlohmann reads as a signed zero, is 0 wherever a trace wants an unsigned
 // integer, as the scenario loader takes it (it used to fail with "got 0").
 TEST_F(Workload, NegativeZeroIsZero) {
-    const std::string path = write("zero.jsonl", "{\"timestamp\": -0, \"input_length\": 10, \"output_length\": -0, \"hash_ids\": [-0]}\n");
+    const std::string path =
+        write("zero.jsonl", "{\"timestamp\": -0, \"input_length\": 10, \"output_length\": -0, \"hash_ids\": [-0]}\n");
     for (const TraceFormat format : {TraceFormat::mooncake, TraceFormat::jsonl}) {
         TraceOptions options;
         options.format = format;
@@ -63,10 +66,12 @@ TEST_F(Workload, NegativeZeroIsZero) {
 // Proves: general JSONL takes numeric, float and string timestamps in the declared unit, makes
 // absolute times relative, and checks ids against a custom block size.
 TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {
-    const std::string path = write("g.jsonl",
-                                   "{\"timestamp\": \"1700000000.25\", \"input_length\": 17, \"output_length\": 1, \"hash_ids\": [5, 9]}\n"
-                                   "{\"timestamp\": 1700000000.5, \"input_length\": 16, \"output_length\": 2, \"hash_ids\": [5], \"extra\": true}\n"
-                                   "{\"timestamp\": 1700000002, \"input_length\": 1, \"output_length\": 3, \"hash_ids\": [7]}\n");
+    const std::string path =
+        write("g.jsonl",
+              "{\"timestamp\": \"1700000000.25\", \"input_length\": 17, \"output_length\": 1, \"hash_ids\": [5, 9]}\n"
+              "{\"timestamp\": 1700000000.5, \"input_length\": 16, \"output_length\": 2, \"hash_ids\": [5], \"extra\": "
+              "true}\n"
+              "{\"timestamp\": 1700000002, \"input_length\": 1, \"output_length\": 3, \"hash_ids\": [7]}\n");
     const auto records = read_all(path, jsonl(TimeUnit::s, 16));
     ASSERT_EQ(records.size(), 3u);
     EXPECT_EQ(records[0].arrival_ns, 0u);
@@ -76,8 +81,9 @@ TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {
     EXPECT_EQ(records[0].block_ids, (std::vector<std::uint64_t>{5, 9}));
     EXPECT_EQ(records[2].block_ids, (std::vector<std::uint64_t>{7}));
 
-    const std::string micro = write("u.jsonl", "{\"timestamp\": \"12.5\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
-                                               "{\"timestamp\": 40, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n");
+    const std::string micro =
+        write("u.jsonl", "{\"timestamp\": \"12.5\", \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                         "{\"timestamp\": 40, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n");
     EXPECT_EQ(read_all(micro, jsonl(TimeUnit::us, 512))[1].arrival_ns, 27'500u);
     EXPECT_EQ(read_all(micro, jsonl(TimeUnit::ns, 512))[1].arrival_ns, 28u);  // 12.5 ns truncates to 12
     const std::string edge = write("e.jsonl", "{\"timestamp\": \"18446744073709.9\", \"input_length\": 1, "
@@ -88,11 +94,10 @@ TEST_F(Workload, JsonlTimeUnitsAndBlockSize) {
 // Proves: the Azure CSV parses wall-clock timestamps (last line without a newline) and the
 // sharing model gives each request one id per block, the same for the same seed only.
 TEST_F(Workload, AzureCsvParses) {
-    const std::string path = write("a.csv",
-                                   "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                                   "2023-11-16 18:17:03.9799600,4808,10\n"
-                                   "2023-11-16 18:17:04.0319600,3180,8\n"
-                                   "2023-11-16 18:17:05.0000000,100,27");
+    const std::string path = write("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                            "2023-11-16 18:17:03.9799600,4808,10\n"
+                                            "2023-11-16 18:17:04.0319600,3180,8\n"
+                                            "2023-11-16 18:17:05.0000000,100,27");
     const auto first = read_all(path, azure(1));
     ASSERT_EQ(first.size(), 3u);
     EXPECT_EQ(first[1].arrival_ns, 52'000'000u);
@@ -140,8 +145,9 @@ TEST_F(Workload, SharingModelBounds) {
 // Proves: Mooncake refuses other units or block sizes instead of silently ignoring them, and
 // the limit stops after that many requests.
 TEST_F(Workload, OptionsAreChecked) {
-    const std::string path = write("m.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
-                                              "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
+    const std::string path =
+        write("m.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                         "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
     TraceOptions options;
     options.block_tokens = 16;
     EXPECT_THROW(TraceReader::open(path, options), InputError);
@@ -157,11 +163,11 @@ TEST_F(Workload, OptionsAreChecked) {
 // Proves: the statistics of a hand-made trace: reuse counts chained prefixes (an id after a
 // different prefix is new), and each request lands in the right sharing class.
 TEST_F(Workload, StatsOfHandMadeTrace) {
-    const std::string path = write("s.jsonl",
-                                   "{\"timestamp\": 0, \"input_length\": 12, \"output_length\": 1, \"hash_ids\": [0, 1, 2]}\n"
-                                   "{\"timestamp\": 2, \"input_length\": 12, \"output_length\": 2, \"hash_ids\": [0, 1, 3]}\n"
-                                   "{\"timestamp\": 3, \"input_length\": 8, \"output_length\": 3, \"hash_ids\": [9, 1]}\n"
-                                   "{\"timestamp\": 7, \"input_length\": 14, \"output_length\": 4, \"hash_ids\": [0, 1, 3, 5]}\n");
+    const std::string path = write(
+        "s.jsonl", "{\"timestamp\": 0, \"input_length\": 12, \"output_length\": 1, \"hash_ids\": [0, 1, 2]}\n"
+                   "{\"timestamp\": 2, \"input_length\": 12, \"output_length\": 2, \"hash_ids\": [0, 1, 3]}\n"
+                   "{\"timestamp\": 3, \"input_length\": 8, \"output_length\": 3, \"hash_ids\": [9, 1]}\n"
+                   "{\"timestamp\": 7, \"input_length\": 14, \"output_length\": 4, \"hash_ids\": [0, 1, 3, 5]}\n");
     const TraceStats s = compute_trace_stats(path, jsonl(TimeUnit::s, 4));
     EXPECT_EQ(s.requests, 4u);
     EXPECT_DOUBLE_EQ(s.span_s, 7.0);
@@ -262,11 +268,13 @@ TEST_F(Workload, SynthIsDeterministicAndFitted) {
 // continuing request draws no new tokens and its parent has no whole block (short prompts are
 // most of this source, and one continuation in it adds nothing to its parent).
 TEST_F(Workload, SynthNeverWritesAnEmptyPrompt) {
-    std::string lines = R"({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]})" "\n"
-                        R"({"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]})" "\n";
+    std::string lines = R"({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]})"
+                        "\n"
+                        R"({"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]})"
+                        "\n";
     for (int i = 0; i < 20; ++i)
-        lines += R"({"timestamp": )" + std::to_string(2 + i) + R"(, "input_length": 100, "output_length": 1, "hash_ids": [)" +
-                 std::to_string(10 + i) + "]}\n";
+        lines += R"({"timestamp": )" + std::to_string(2 + i) +
+                 R"(, "input_length": 100, "output_length": 1, "hash_ids": [)" + std::to_string(10 + i) + "]}\n";
     const TraceStats fitted = compute_trace_stats(write("short.jsonl", lines), TraceOptions{});
     ASSERT_EQ(fitted.sharing.continuing, 1u);
     const std::string out = (dir_ / "out.jsonl").string();
@@ -276,13 +284,15 @@ TEST_F(Workload, SynthNeverWritesAnEmptyPrompt) {
     for (const TraceRecord& r : records) ASSERT_GE(r.input_tokens, 1u) << "line " << r.line;
 }
 
-
 // Proves: a synthetic trace never spans more than a reader accepts (10^9 s): with a source whose
 // one gap is that long, the third request is refused with the option to change, where the clock
 // used to run past the bound and then wrap, writing a trace that went back in time (exit 0).
 TEST_F(Workload, SynthRefusesToSpanMoreThanAReaderAccepts) {
-    const std::string far = write("far.jsonl", R"({"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]})" "\n"
-                                               R"({"timestamp": 1000000000000, "input_length": 5, "output_length": 1, "hash_ids": [2]})" "\n");
+    const std::string far =
+        write("far.jsonl", R"({"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]})"
+                           "\n"
+                           R"({"timestamp": 1000000000000, "input_length": 5, "output_length": 1, "hash_ids": [2]})"
+                           "\n");
     const TraceStats fitted = compute_trace_stats(far, TraceOptions{});
     const std::string out = (dir_ / "far-out.jsonl").string();
     try {
@@ -290,7 +300,8 @@ TEST_F(Workload, SynthRefusesToSpanMoreThanAReaderAccepts) {
         FAIL() << "a synthetic trace past 10^9 s was written";
     } catch (const InputError& e) {
         EXPECT_EQ(e.place(), "--requests");
-        EXPECT_NE(e.message().find("would arrive more than 1000000000 s after the first"), std::string::npos) << e.what();
+        EXPECT_NE(e.message().find("would arrive more than 1000000000 s after the first"), std::string::npos)
+            << e.what();
     }
     EXPECT_FALSE(fs::exists(out)) << "a refused synthesis leaves no file";
     synthesize(fitted, 3, 2, out);  // two requests fit: one gap of at most the bound
@@ -357,8 +368,10 @@ int run(const std::string& command) {
 // Proves: `kvcheck trace stats` prints the JSON keys, and bad input exits 2 with one line naming
 // file, line and column.
 TEST_F(Workload, TraceCommand) {
-    const std::string good = write("g.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
-    const std::string bad = write("b.jsonl", "{\"timestamp\": 0, \"input_length\": -1, \"output_length\": 1, \"hash_ids\": [1]}\n");
+    const std::string good =
+        write("g.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
+    const std::string bad =
+        write("b.jsonl", "{\"timestamp\": 0, \"input_length\": -1, \"output_length\": 1, \"hash_ids\": [1]}\n");
     const std::string out = (dir_ / "out.txt").string();
     const std::string err = (dir_ / "err.txt").string();
     ASSERT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats --json " + good + " >" + out + " 2>" + err), 0);
@@ -380,8 +393,9 @@ TEST_F(Workload, TraceCommand) {
 // say how to read the file back (a Mooncake reader, at 512 tokens a block, refuses it); at
 // Mooncake's 512 they say nothing of it.
 TEST_F(Workload, SynthAndConvertSayHowToReadOtherBlockSizesBack) {
-    const std::string source = write("s16.jsonl", "{\"timestamp\": 0, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, 2, 3]}\n"
-                                                  "{\"timestamp\": 5, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, 2, 4]}\n");
+    const std::string source =
+        write("s16.jsonl", "{\"timestamp\": 0, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, 2, 3]}\n"
+                           "{\"timestamp\": 5, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, 2, 4]}\n");
     const std::string err = (dir_ / "err.txt").string();
     const std::string written = (dir_ / "written.jsonl").string();
     const auto stderr_of = [&](const std::string& command) {
@@ -390,14 +404,18 @@ TEST_F(Workload, SynthAndConvertSayHowToReadOtherBlockSizesBack) {
         return std::string(std::istreambuf_iterator<char>(in), {});
     };
     const std::string hint = "; read it back with --format jsonl --block-size 16";
-    for (const std::string& command : {"trace synth --from " + source + " --format jsonl --block-size 16 --requests 20 --out " + written,
-                                       "trace convert " + source + " --format jsonl --block-size 16 --out " + written}) {
+    for (const std::string& command :
+         {"trace synth --from " + source + " --format jsonl --block-size 16 --requests 20 --out " + written,
+          "trace convert " + source + " --format jsonl --block-size 16 --out " + written}) {
         const std::string said = stderr_of(command);
         EXPECT_NE(said.find(hint), std::string::npos) << said;
         EXPECT_NE(run(std::string(KVCHECK_BINARY) + " trace stats " + written + " >/dev/null 2>&1"), 0);
-        EXPECT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats --format jsonl --block-size 16 " + written + " >/dev/null 2>&1"), 0);
+        EXPECT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats --format jsonl --block-size 16 " + written +
+                      " >/dev/null 2>&1"),
+                  0);
     }
-    EXPECT_EQ(stderr_of("trace synth --from " + source + " --format jsonl --block-size 16 --requests 20 --out-block-size 512 --out " + written)
+    EXPECT_EQ(stderr_of("trace synth --from " + source +
+                        " --format jsonl --block-size 16 --requests 20 --out-block-size 512 --out " + written)
                   .find("read it back"),
               std::string::npos);
 }

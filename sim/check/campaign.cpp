@@ -25,10 +25,13 @@ void parse_shard(const std::string& shard, FuzzOptions& o) {
     };
     if (!std::regex_match(shard, parts, kShard) || !number(parts[1], o.shard_index) || !number(parts[2], o.shard_count))
         throw InputError("", "--shard", "expected i/n such as 0/4, got \"" + shard + "\"");
-    if (o.shard_count == 0 || o.shard_index >= o.shard_count) throw InputError("", "--shard", "expected 0 <= i < n, got \"" + shard + "\"");
+    if (o.shard_count == 0 || o.shard_index >= o.shard_count)
+        throw InputError("", "--shard", "expected 0 <= i < n, got \"" + shard + "\"");
 }
 
-std::string shard_name(const FuzzOptions& f) { return std::to_string(f.shard_index) + "/" + std::to_string(f.shard_count); }
+std::string shard_name(const FuzzOptions& f) {
+    return std::to_string(f.shard_index) + "/" + std::to_string(f.shard_count);
+}
 
 struct Carried {
     nlohmann::json violations = nlohmann::json::array();
@@ -41,14 +44,18 @@ struct Carried {
 Carried resume_campaign(CampaignRequest& a) {
     FuzzOptions& o = a.options;
     // The continued campaign is written to --out (the continue line names it), never only printed.
-    if (a.out.empty()) throw InputError(a.resume, "--resume", "needs --out DIR for the continued campaign's fuzz.json (DIR may be this file's folder)");
+    if (a.out.empty())
+        throw InputError(a.resume, "--resume",
+                         "needs --out DIR for the continued campaign's fuzz.json (DIR may be this file's folder)");
     const nlohmann::json previous = parse_json_text(read_file(a.resume), a.resume);
     check_fuzz_json(previous, a.resume);
     const FuzzOptions given = o;
     Carried c;
     c.violations = resume_point(previous, o);
     const auto same = [&](const char* flag, const std::string& asked, const std::string& saved) {
-        if (a.given(flag) && asked != saved) throw InputError(a.resume, flag, "the fuzz.json is for " + std::string(flag) + " " + saved + ", not " + asked);
+        if (a.given(flag) && asked != saved)
+            throw InputError(a.resume, flag,
+                             "the fuzz.json is for " + std::string(flag) + " " + saved + ", not " + asked);
     };
     same("--policy", given.policy, o.policy);
     same("--model", given.model, o.model);
@@ -56,13 +63,17 @@ Carried resume_campaign(CampaignRequest& a) {
     same("--shard", shard_name(given), shard_name(o));
     same("--walks", std::to_string(given.walks), std::to_string(o.walks));
     same("--depth", std::to_string(given.depth), std::to_string(o.depth));
-    if (a.no_swarm && o.swarm) throw InputError(a.resume, "--no-swarm", "the fuzz.json is for swarm walks (without --no-swarm)");
-    if (a.keep_going && o.stop_at_first) throw InputError(a.resume, "--keep-going", "the fuzz.json stops at the first violation (without --keep-going)");
+    if (a.no_swarm && o.swarm)
+        throw InputError(a.resume, "--no-swarm", "the fuzz.json is for swarm walks (without --no-swarm)");
+    if (a.keep_going && o.stop_at_first)
+        throw InputError(a.resume, "--keep-going", "the fuzz.json stops at the first violation (without --keep-going)");
     a.shard = shard_name(o);
     c.walks = previous.at("walks").get<std::uint64_t>();
     c.steps = previous.at("steps").get<std::uint64_t>();
     if (o.walks == 0 && o.seconds <= 0)  // before any walk
-        throw InputError(a.resume, "--seconds", "the fuzz.json is of a campaign bounded by time alone (walk_budget 0): give its --seconds again");
+        throw InputError(
+            a.resume, "--seconds",
+            "the fuzz.json is of a campaign bounded by time alone (walk_budget 0): give its --seconds again");
     c.first = rewalk_carried(c.violations, o, a.resume);
     return c;
 }
@@ -77,11 +88,13 @@ CampaignOutcome run_campaign(CampaignRequest a) {
         for (const auto& c : model::presets()) names += (names.empty() ? "" : ", ") + c.name;
         throw InputError("", "--model", "unknown preset \"" + o.model + "\" (known: " + names + ")");
     }
-    if (a.no_swarm && o.model != "toy") throw InputError("", "--no-swarm", "walks the toy reference scope; --model " + o.model + " needs swarm walks");
+    if (a.no_swarm && o.model != "toy")
+        throw InputError("", "--no-swarm", "walks the toy reference scope; --model " + o.model + " needs swarm walks");
     parse_shard(a.shard, o);
     if (!a.out.empty()) {
         require_output_folder(a.out);
-        for (const char* name : {"/fuzz.json", "/counterexample.json", "/counterexample.dot"}) require_output_file(a.out + name);
+        for (const char* name : {"/fuzz.json", "/counterexample.json", "/counterexample.dot"})
+            require_output_file(a.out + name);
     }
     o.stop_at_first = !a.keep_going;
     o.swarm = !a.no_swarm;
@@ -95,9 +108,11 @@ CampaignOutcome run_campaign(CampaignRequest a) {
     const FuzzReport& r = out.report;
     nlohmann::json j = fuzz_json(r);
     for (const nlohmann::json& v : carried.violations) j["violations"].push_back(v);
-    std::sort(j["violations"].begin(), j["violations"].end(), [](const nlohmann::json& x, const nlohmann::json& y) { return x["walk"] < y["walk"]; });
+    std::sort(j["violations"].begin(), j["violations"].end(),
+              [](const nlohmann::json& x, const nlohmann::json& y) { return x["walk"] < y["walk"]; });
     // Stopping at the first violation keeps one: a walk below the carried one may have found another.
-    if (o.stop_at_first && j["violations"].size() > 1) j["violations"].erase(j["violations"].begin() + 1, j["violations"].end());
+    if (o.stop_at_first && j["violations"].size() > 1)
+        j["violations"].erase(j["violations"].begin() + 1, j["violations"].end());
     out.walks = r.walks + carried.walks;
     j["walks"] = out.walks;
     j["steps"] = r.steps + carried.steps;
@@ -110,8 +125,10 @@ CampaignOutcome run_campaign(CampaignRequest a) {
     if (!a.out.empty()) {
         ensure_directory(a.out);
         write_file_atomic(a.out + "/fuzz.json", j.dump(2) + "\n");
-        if (out.first) write_counterexample_files(a.out, out.first->scope, o.policy, out.first->counterexample);
-        else remove_counterexample_files(a.out);
+        if (out.first)
+            write_counterexample_files(a.out, out.first->scope, o.policy, out.first->counterexample);
+        else
+            remove_counterexample_files(a.out);
     }
     out.result = std::move(j);
     out.shard = a.shard;
@@ -123,10 +140,12 @@ std::string fuzz_reproduce(const nlohmann::json& campaign, std::uint64_t walk) {
     const std::string model = campaign.at("model").get<std::string>();
     const std::uint64_t shards = campaign.contains("shard") ? campaign.at("shard").at(1).get<std::uint64_t>()
                                                             : campaign.at("shards").at(0).at(1).get<std::uint64_t>();
-    return "kvcheck fuzz --policy " + shell_word(campaign.at("policy").get<std::string>()) + (model == "toy" ? "" : " --model " + model) +
-           " --seed " + std::to_string(campaign.at("seed").get<std::uint64_t>()) + " --walks " + std::to_string(walk / shards + 1) +
+    return "kvcheck fuzz --policy " + shell_word(campaign.at("policy").get<std::string>()) +
+           (model == "toy" ? "" : " --model " + model) + " --seed " +
+           std::to_string(campaign.at("seed").get<std::uint64_t>()) + " --walks " + std::to_string(walk / shards + 1) +
            " --shard " + std::to_string(walk % shards) + "/" + std::to_string(shards) + " --depth " +
-           std::to_string(campaign.at("depth").get<std::uint64_t>()) + (campaign.at("swarm").get<bool>() ? "" : " --no-swarm");
+           std::to_string(campaign.at("depth").get<std::uint64_t>()) +
+           (campaign.at("swarm").get<bool>() ? "" : " --no-swarm");
 }
 
 nlohmann::json merge_fuzz_files(const std::vector<std::string>& files, std::vector<FuzzResultFile>& shards) {

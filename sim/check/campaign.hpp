@@ -30,11 +30,11 @@ struct CampaignRequest {
 struct CampaignOutcome {
     FuzzOptions options;  // as run (a resumed campaign's)
     std::string shard;
-    FuzzReport report;    // this run's walks
-    nlohmann::json result;  // fuzz.json: this run's and the carried violations
-    std::uint64_t walks = 0;  // of the whole campaign
+    FuzzReport report;                    // this run's walks
+    nlohmann::json result;                // fuzz.json: this run's and the carried violations
+    std::uint64_t walks = 0;              // of the whole campaign
     std::optional<FoundViolation> first;  // the campaign's first violation, walked here or again
-    std::string reproduce;  // the fuzz command that finds `first` again
+    std::string reproduce;                // the fuzz command that finds `first` again
 };
 
 CampaignOutcome run_campaign(CampaignRequest request);

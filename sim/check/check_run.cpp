@@ -16,7 +16,8 @@ namespace kvcheck::sim {
 
 const model::PolicyInfo& policy_named(const std::string& name) {
     const model::PolicyInfo* p = model::find_policy(name);
-    if (p == nullptr) throw InputError("", "--policy", "unknown policy \"" + name + "\" (known: " + model::policy_names() + ")");
+    if (p == nullptr)
+        throw InputError("", "--policy", "unknown policy \"" + name + "\" (known: " + model::policy_names() + ")");
     return *p;
 }
 
@@ -48,17 +49,23 @@ void remove_counterexample_files(const std::string& dir) {
     for (const char* name : {"/counterexample.json", "/counterexample.dot"}) remove_stale(dir + name);
 }
 
-void write_counterexample_files(const std::string& dir, const Scope& scope, const std::string& policy, const Counterexample& c) {
+void write_counterexample_files(const std::string& dir, const Scope& scope, const std::string& policy,
+                                const Counterexample& c) {
     ensure_directory(dir);
-    const std::string note = "counterexample for policy " + policy + ": " + (c.violations.empty() ? "" : c.violations.front().invariant);
-    write_file_atomic(dir + "/counterexample.json", steps_scenario_json(scope, policy, c.steps, note, nullptr).dump(2) + "\n");
+    const std::string note =
+        "counterexample for policy " + policy + ": " + (c.violations.empty() ? "" : c.violations.front().invariant);
+    write_file_atomic(dir + "/counterexample.json",
+                      steps_scenario_json(scope, policy, c.steps, note, nullptr).dump(2) + "\n");
     write_file_atomic(dir + "/counterexample.dot", counterexample_dot(c));
 }
 
 namespace {
 
 std::string checkpoint_path_of(const CheckRequest& a) {
-    return !a.checkpoint.empty() ? a.checkpoint : !a.resume.empty() ? a.resume : !a.out.empty() ? a.out + "/check.checkpoint" : "check.checkpoint";
+    return !a.checkpoint.empty() ? a.checkpoint
+           : !a.resume.empty()   ? a.resume
+           : !a.out.empty()      ? a.out + "/check.checkpoint"
+                                 : "check.checkpoint";
 }
 
 // Every file the run may write is checked before the work.
@@ -66,35 +73,45 @@ void require_outputs(const CheckRequest& a, const std::string& checkpoint_path) 
     require_output_file(checkpoint_path);
     if (!a.out.empty()) {
         require_output_folder(a.out);
-        for (const char* name : {"/check.checkpoint", "/counterexample.json", "/counterexample.dot"}) require_output_file(a.out + name);
+        for (const char* name : {"/check.checkpoint", "/counterexample.json", "/counterexample.dot"})
+            require_output_file(a.out + name);
         require_output_folder(a.out + "/schedules");  // the counterexample's replay schedules (sim/run)
         for (const char* name : {"/counterexample.json", "/counterexample.dot"})
             if (same_file(checkpoint_path, a.out + name))
-                throw InputError(checkpoint_path, "--checkpoint", "is the run's " + std::string(name + 1) + " too; give the checkpoint another file");
+                throw InputError(checkpoint_path, "--checkpoint",
+                                 "is the run's " + std::string(name + 1) + " too; give the checkpoint another file");
     }
     // A run writes its checkpoint over these files, or removes them once it finishes: each must
     // be missing or a checkpoint already (the --resume file is read as one).
-    for (const std::string& path : {checkpoint_path, a.checkpoint, a.out.empty() ? std::string() : a.out + "/check.checkpoint"})
+    for (const std::string& path :
+         {checkpoint_path, a.checkpoint, a.out.empty() ? std::string() : a.out + "/check.checkpoint"})
         if (!path.empty() && (a.resume.empty() || !same_file(path, a.resume)) && !may_hold_checkpoint(path))
-            throw InputError(path, "", "exists and is not a kvcheck checkpoint, which a run would write over or remove here");
+            throw InputError(path, "",
+                             "exists and is not a kvcheck checkpoint, which a run would write over or remove here");
 }
 
 // A resumed run answers the checkpoint's question; a flag that asks another is an input error.
 ExploreCheckpoint resume_question(CheckRequest& a) {
     ExploreCheckpoint resumed = decode_checkpoint(read_file(a.resume), a.resume);
     const std::vector<std::string> scopes = scope_names();
-    if (model::find_policy(resumed.policy) == nullptr || std::find(scopes.begin(), scopes.end(), resumed.scope) == scopes.end())
-        throw InputError(a.resume, "", "names a policy or scope this kvcheck does not know (\"" + resumed.policy + "\", \"" + resumed.scope + "\")");
+    if (model::find_policy(resumed.policy) == nullptr ||
+        std::find(scopes.begin(), scopes.end(), resumed.scope) == scopes.end())
+        throw InputError(a.resume, "",
+                         "names a policy or scope this kvcheck does not know (\"" + resumed.policy + "\", \"" +
+                             resumed.scope + "\")");
     const auto same = [&](const char* flag, const std::string& given, const std::string& saved) {
         if (a.given(flag) && given != saved)
-            throw InputError(a.resume, flag, "the checkpoint is for " + std::string(flag) + " \"" + saved + "\", not \"" + given + "\"");
+            throw InputError(a.resume, flag,
+                             "the checkpoint is for " + std::string(flag) + " \"" + saved + "\", not \"" + given +
+                                 "\"");
     };
     same("--scope", a.scope, resumed.scope);
     same("--policy", a.policy, resumed.policy);
     same("--invariant", a.target, resumed.target);
     same("--reduction", a.reduction, reduction_name(static_cast<Reduction>(resumed.reduction)));
     same("--order", a.order, order_name(static_cast<Order>(resumed.order)));
-    if (a.given("--liveness") && !resumed.keep_graph) throw InputError(a.resume, "--liveness", "the checkpoint was written without --liveness");
+    if (a.given("--liveness") && !resumed.keep_graph)
+        throw InputError(a.resume, "--liveness", "the checkpoint was written without --liveness");
     a.scope = resumed.scope;
     a.policy = resumed.policy;
     a.target = resumed.target;
@@ -107,18 +124,10 @@ ExploreCheckpoint resume_question(CheckRequest& a) {
 nlohmann::json result_json(const CheckOutcome& o) {
     const CheckRequest& a = o.asked;
     const ExploreReport& r = o.report;
-    nlohmann::json j = {{"scope", a.scope},
-                        {"policy", a.policy},
-                        {"order", a.order},
-                        {"reduction", a.reduction},
-                        {"states", r.states},
-                        {"transitions", r.transitions},
-                        {"depth", r.depth},
-                        {"seconds", r.seconds},
-                        {"states_per_s", r.states_per_s},
-                        {"exhausted", r.exhausted},
-                        {"bound_hit", r.bound_hit},
-                        {"stuck_states", r.stuck_states},
+    nlohmann::json j = {{"scope", a.scope},           {"policy", a.policy},       {"order", a.order},
+                        {"reduction", a.reduction},   {"states", r.states},       {"transitions", r.transitions},
+                        {"depth", r.depth},           {"seconds", r.seconds},     {"states_per_s", r.states_per_s},
+                        {"exhausted", r.exhausted},   {"bound_hit", r.bound_hit}, {"stuck_states", r.stuck_states},
                         {"cycles", r.nontrivial_sccs}};
     if (r.checkpoint) j["checkpoint"] = o.checkpoint_path;
     if (r.counterexample) {
@@ -150,7 +159,8 @@ CheckOutcome run_check(CheckRequest a) {
     options.reduction = reduction_named(a.reduction);
     options.order = order_named(a.order);
     if (options.order == Order::depth_first && a.liveness)
-        throw InputError("", "--liveness", "keeps the explored graph, which only the breadth-first search does (use --order bfs)");
+        throw InputError("", "--liveness",
+                         "keeps the explored graph, which only the breadth-first search does (use --order bfs)");
     options.max_states = a.max_states;
     options.max_seconds = a.max_seconds;
     options.target = a.target;

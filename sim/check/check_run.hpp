@@ -26,7 +26,7 @@ std::string known_scopes();                                      // "reference, 
 struct CheckRequest {
     std::string scope = "reference";
     std::string policy = "validated";
-    std::string out;  // counterexample.json and counterexample.dot go here
+    std::string out;     // counterexample.json and counterexample.dot go here
     std::string target;  // stop only at this invariant
     std::string resume;
     std::string checkpoint;
@@ -47,10 +47,10 @@ struct CheckOutcome {
     CheckRequest asked;  // the question answered (a resumed checkpoint's)
     Scope scope;
     ExploreReport report;
-    std::string checkpoint_path;  // where a stopped run wrote its checkpoint, else ""
+    std::string checkpoint_path;        // where a stopped run wrote its checkpoint, else ""
     bool wrote_counterexample = false;  // into asked.out
-    std::string reproduce;  // the check command that finds the counterexample again (no --out)
-    nlohmann::json result;  // what --json prints
+    std::string reproduce;              // the check command that finds the counterexample again (no --out)
+    nlohmann::json result;              // what --json prints
 };
 
 CheckOutcome run_check(CheckRequest request);
@@ -58,7 +58,8 @@ CheckOutcome run_check(CheckRequest request);
 // counterexample.json (a steps-mode scenario that `kvcheck run` replays) and counterexample.dot;
 // remove_* takes away what an earlier run left when this one found none. The replay schedules of
 // a counterexample come from the simulator above this layer (sim/run/counterexample_schedules.hpp).
-void write_counterexample_files(const std::string& dir, const Scope& scope, const std::string& policy, const Counterexample& c);
+void write_counterexample_files(const std::string& dir, const Scope& scope, const std::string& policy,
+                                const Counterexample& c);
 void remove_counterexample_files(const std::string& dir);
 
 }  // namespace kvcheck::sim

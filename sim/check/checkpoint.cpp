@@ -57,7 +57,8 @@ public:
 
 class Reader {
 public:
-    Reader(const std::string& bytes, const std::string& file, std::size_t start) : bytes_(bytes), file_(file), at_(start) {}
+    Reader(const std::string& bytes, const std::string& file, std::size_t start)
+        : bytes_(bytes), file_(file), at_(start) {}
 
     template <typename T>
     T get() {
@@ -76,7 +77,8 @@ public:
         if (count > (bytes_.size() - at_) / sizeof(T)) fail("an array runs past the end of the file");
         std::vector<T> values(static_cast<std::size_t>(count));
         const char* data = take(values.size() * sizeof(T));
-        if (!values.empty()) std::memcpy(values.data(), data, values.size() * sizeof(T));  // data() of an empty vector may be null
+        if (!values.empty())
+            std::memcpy(values.data(), data, values.size() * sizeof(T));  // data() of an empty vector may be null
         return values;
     }
     bool at_end() const { return at_ == bytes_.size(); }
@@ -157,12 +159,15 @@ bool may_hold_checkpoint(const std::string& path) {
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {
     const std::size_t magic_size = sizeof(kMagic) - 1;
     if (bytes.compare(0, magic_size, kMagic) != 0)
-        throw InputError(file, "byte 0", "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/4\")");
+        throw InputError(file, "byte 0",
+                         "expected a checkpoint written by kvcheck check (magic \"kvcheck.check-checkpoint/4\")");
     const std::size_t body = bytes.size() - sizeof(std::uint64_t);
     std::uint64_t stored = 0;
     if (bytes.size() >= magic_size + sizeof(stored)) std::memcpy(&stored, bytes.data() + body, sizeof(stored));
     if (bytes.size() < magic_size + sizeof(stored) || stored != checksum(bytes, body))
-        throw InputError(file, "", "the checkpoint is damaged: its checksum does not match its contents (truncated or changed since it was written)");
+        throw InputError(file, "",
+                         "the checkpoint is damaged: its checksum does not match its contents (truncated or changed "
+                         "since it was written)");
     const std::string payload = bytes.substr(0, body);
     Reader r(payload, file, magic_size);
     ExploreCheckpoint c;
@@ -201,7 +206,8 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
         (depth_first && (c.keep_graph || !c.next.empty())) || edge_ends.size() % 2 != 0 || c.level.empty())
         r.fail("its node arrays disagree in length");
     for (std::size_t i = 0; i < nodes; ++i) {
-        if (c.reduction > 1 || c.order > 1 || kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i)) r.fail("node " + std::to_string(i) + " is malformed");
+        if (c.reduction > 1 || c.order > 1 || kinds[i] >= model::kStepKindCount || (i > 0 && c.parents[i] >= i))
+            r.fail("node " + std::to_string(i) + " is malformed");
         c.steps.push_back({static_cast<model::StepKind>(kinds[i]), targets[i], args[i]});
     }
     const std::vector<std::uint32_t>* id_lists[] = {&c.key_nodes, &c.level, &c.next, &edge_ends};
@@ -210,7 +216,8 @@ ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string&
             if (id >= nodes) r.fail("it names node " + std::to_string(id) + " of " + std::to_string(nodes));
     if (c.counterexample_node >= nodes) r.fail("its counterexample node is out of range");
     // Reaching depth d takes a path of d + 1 nodes; the seconds add to the resumed run's.
-    if (c.depth >= nodes) r.fail("its depth " + std::to_string(c.depth) + " is past its " + std::to_string(nodes) + " nodes");
+    if (c.depth >= nodes)
+        r.fail("its depth " + std::to_string(c.depth) + " is past its " + std::to_string(nodes) + " nodes");
     if (!std::isfinite(c.seconds) || c.seconds < 0) r.fail("its elapsed seconds are not a finite number of at least 0");
     for (std::size_t i = 0; i < edge_ends.size(); i += 2) c.edges.emplace_back(edge_ends[i], edge_ends[i + 1]);
     return c;

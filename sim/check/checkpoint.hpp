@@ -15,8 +15,8 @@ namespace kvcheck::sim {
 // stored as its keys (and, when the graph is kept, the node of each key). Frontier worlds are not
 // stored; they are rebuilt by replaying each node's path.
 struct ExploreCheckpoint {
-    std::string scope;               // the scope's name, the policy and the target invariant: a
-    std::string policy;              // checkpoint resumes only the same question
+    std::string scope;   // the scope's name, the policy and the target invariant: a
+    std::string policy;  // checkpoint resumes only the same question
     std::string target;
     bool keep_graph = false;
     std::uint8_t reduction = 0;      // sim::Reduction
@@ -35,11 +35,11 @@ struct ExploreCheckpoint {
     // stack of nodes waiting to be expanded, bottom first (never empty).
     std::vector<std::uint32_t> level;
     std::vector<std::uint8_t> level_again;  // depth first: 1 where that stack entry is a state expanded before
-    std::vector<std::uint32_t> next;   // breadth first: nodes of the level after it found so far, in order
+    std::vector<std::uint32_t> next;        // breadth first: nodes of the level after it found so far, in order
     std::uint64_t transitions = 0;
     std::uint64_t stuck_states = 0;
     std::uint64_t other_violations = 0;
-    std::uint64_t depth_cut_states = 0;  // depth first: states reached at the depth bound so far
+    std::uint64_t depth_cut_states = 0;     // depth first: states reached at the depth bound so far
     std::uint32_t counterexample_node = 0;  // the first violating node recorded so far, 0 = none
     double seconds = 0;                     // exploration time spent before this checkpoint
     std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // keep_graph only

@@ -29,11 +29,12 @@ std::string counterexample_dot(const Counterexample& c) {
     for (std::size_t i = 0; i < c.described.size(); ++i)
         boost::add_edge(states[i], states[i + 1], Edge{std::to_string(i + 1) + ". " + c.described[i]}, g);
     std::ostringstream out;
-    boost::write_graphviz(out, g,
-                          [&](std::ostream& o, Graph::vertex_descriptor v) {
-                              o << "[label=\"" << g[v].label << "\", color=\"" << g[v].color << "\"]";
-                          },
-                          [&](std::ostream& o, Graph::edge_descriptor e) { o << "[label=\"" << g[e].label << "\"]"; });
+    boost::write_graphviz(
+        out, g,
+        [&](std::ostream& o, Graph::vertex_descriptor v) {
+            o << "[label=\"" << g[v].label << "\", color=\"" << g[v].color << "\"]";
+        },
+        [&](std::ostream& o, Graph::edge_descriptor e) { o << "[label=\"" << g[e].label << "\"]"; });
     return out.str();
 }
 

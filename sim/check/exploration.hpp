@@ -44,18 +44,22 @@ public:
     }
     // Takes a step successors() offered into `out`, unchecked: a search checks a successor only
     // the first time it reaches its state.
-    void take(model::World& world, const model::Step& step, model::StepOutcome& out) { driver_.apply(world, step, out); }
+    void take(model::World& world, const model::Step& step, model::StepOutcome& out) {
+        driver_.apply(world, step, out);
+    }
     // The invariants after a step taken into `outcome`.
     const std::vector<model::Violation>& check(const model::World& world, const model::StepOutcome& outcome) {
         return driver_.check(world, outcome);
     }
     // Takes a step and checks it at once (walks, which never meet a state twice on purpose).
-    const std::vector<model::Violation>& step(model::World& world, const model::Step& step) { return driver_.step(world, step); }
+    const std::vector<model::Violation>& step(model::World& world, const model::Step& step) {
+        return driver_.step(world, step);
+    }
 
 private:
     const Scope& scope_;
     const model::Defenses& defenses_;
-    std::uint32_t fault_kinds_;       // the budgets' kinds, as bits
+    std::uint32_t fault_kinds_;  // the budgets' kinds, as bits
     std::uint32_t background_kinds_;
     model::Driver driver_;
 };

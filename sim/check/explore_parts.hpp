@@ -28,7 +28,9 @@ namespace kvcheck::sim::detail {
 // random page of a table far larger than what the TLB covers in 4 KiB pages (docs/checker.md).
 class VisitedTable {
 public:
-    VisitedTable(bool keep_nodes, bool keep_depths) : keep_nodes_(keep_nodes), keep_depths_(keep_depths) { allocate(kInitialCells); }
+    VisitedTable(bool keep_nodes, bool keep_depths) : keep_nodes_(keep_nodes), keep_depths_(keep_depths) {
+        allocate(kInitialCells);
+    }
     ~VisitedTable() { release(keys_, nodes_, depths_, cells_); }
     VisitedTable(const VisitedTable&) = delete;
     VisitedTable& operator=(const VisitedTable&) = delete;
@@ -76,7 +78,8 @@ public:
     template <typename Visitor>
     void for_each(Visitor&& visit) const {
         for (std::size_t i = 0; i < cells_; ++i)
-            if (keys_[i] != 0) visit(keys_[i], keep_nodes_ ? nodes_[i] : 0u, keep_depths_ ? depths_[i] : std::uint16_t{0});
+            if (keys_[i] != 0)
+                visit(keys_[i], keep_nodes_ ? nodes_[i] : 0u, keep_depths_ ? depths_[i] : std::uint16_t{0});
     }
     // Puts back a key for_each gave (resuming a checkpoint).
     void restore(std::uint64_t hash, std::uint32_t node, std::uint16_t depth) {
@@ -126,7 +129,9 @@ private:
         allocate(old_cells * 2);
         size_ = 0;
         for (std::size_t i = 0; i < old_cells; ++i)
-            if (old_keys[i] != 0) restore(old_keys[i], old_nodes != nullptr ? old_nodes[i] : 0, old_depths != nullptr ? old_depths[i] : 0);
+            if (old_keys[i] != 0)
+                restore(old_keys[i], old_nodes != nullptr ? old_nodes[i] : 0,
+                        old_depths != nullptr ? old_depths[i] : 0);
         release(old_keys, old_nodes, old_depths, old_cells);
     }
 
@@ -138,7 +143,6 @@ private:
     std::uint16_t* depths_ = nullptr;  // null unless depths are kept
     std::size_t size_ = 0;
 };
-
 
 struct Node {
     std::uint32_t parent;
@@ -187,14 +191,17 @@ public:
         for (std::uint32_t n = node; n != 0; n = nodes_[n].parent) path_.push_back(n);
         std::reverse(path_.begin(), path_.end());
         std::size_t shared = 0;
-        while (shared < path_.size() && shared + 1 < stack_.size() && stack_[shared + 1].node == path_[shared]) ++shared;
+        while (shared < path_.size() && shared + 1 < stack_.size() && stack_[shared + 1].node == path_[shared])
+            ++shared;
         stack_.erase(stack_.begin() + static_cast<std::ptrdiff_t>(shared + 1), stack_.end());
         for (std::size_t k = shared; k < path_.size(); ++k) {
             Frontier f = stack_.back();
             const model::Step& step = nodes_[path_[k]].step;
             // The checkpoint's checksum guards against damage, not against a file made to pass it.
             if (!model::enabled(f.world, step))
-                throw InputError("", "--resume", "the checkpoint's node " + std::to_string(path_[k]) + " takes a step that is not enabled there");
+                throw InputError("", "--resume",
+                                 "the checkpoint's node " + std::to_string(path_[k]) +
+                                     " takes a step that is not enabled there");
             model::apply(f.world, step);
             f.node = path_[k];
             f.spent = exploration_.after(f.spent, step);
@@ -224,23 +231,24 @@ inline bool all_done(const model::World& w) {
     return true;
 }
 
-
 // The key a world is told apart by: model::state_hash, or with the symmetry reduction the hash
 // of its canonical renaming (`labels` is scratch).
 std::uint64_t explored_key(const model::World& w, Reduction reduction, std::vector<std::uint32_t>& labels);
 
 // The counterexample that ends at `node`: its path from the initial world, described. A
 // depth-first path is rarely the shortest, so it is shrunk first (sim::shrink).
-Counterexample counterexample_at(const Nodes& nodes, std::uint32_t node, const std::vector<model::Violation>& violations,
-                                 const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options);
+Counterexample counterexample_at(const Nodes& nodes, std::uint32_t node,
+                                 const std::vector<model::Violation>& violations, const Scope& scope,
+                                 const model::Defenses& defenses, const ExploreOptions& options);
 
 // What resuming checkpoint `c` does alike in both orders: checks it asks this question (same
 // scope, target, search order, liveness, reduction and model; InputError otherwise), takes
 // its nodes, its visited keys (with their nodes or depths) and the report's counts so far, and
 // replays the counterexample it carries. The frontier is the caller's to rebuild with `replayer`
 // (built over `nodes`). Returns the counterexample's node (0: none).
-std::uint32_t resume_common(const ExploreCheckpoint& c, const Scope& scope, const model::Defenses& defenses, const ExploreOptions& options,
-                            std::uint64_t initial_hash, Nodes& nodes, VisitedTable& visited, PathReplayer& replayer, ExploreReport& report);
+std::uint32_t resume_common(const ExploreCheckpoint& c, const Scope& scope, const model::Defenses& defenses,
+                            const ExploreOptions& options, std::uint64_t initial_hash, Nodes& nodes,
+                            VisitedTable& visited, PathReplayer& replayer, ExploreReport& report);
 
 // A stop while a resumed checkpoint's frontier is being rebuilt: the report of a run that
 // expanded nothing, keeping the checkpoint as it was.

@@ -2,10 +2,7 @@
 // depth-first search is in explorer_dfs.cpp). Nodes keep only their parent and the step that
 // reached them; counterexamples are rebuilt by walking parents back and replaying from the initial
 // world. The frontier holds states encoded by model::StateCodec in chunks the two live levels share.
-#include "model/driver.hpp"
 #include "sim/check/explorer.hpp"
-
-#include "sim/check/explore_parts.hpp"
 
 #include <array>
 #include <chrono>
@@ -13,6 +10,9 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
+
+#include "model/driver.hpp"
+#include "sim/check/explore_parts.hpp"
 
 namespace kvcheck::sim {
 
@@ -153,7 +153,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
         PathReplayer replayer(exploration, initial, nodes);
-        counterexample_node = resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
+        counterexample_node =
+            resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
         edges = c.edges;
         depth = c.depth;
         seconds_before = c.seconds;
@@ -292,7 +293,8 @@ ExploreReport explore(const Scope& scope, const model::Defenses& defenses, const
             }
             pending = &b;
             const bool stop = options.stop != nullptr && options.stop->load();
-            const bool check_clock = (i & 63) == 63 || i + 1 == level.size();  // the clock costs more than a small state
+            const bool check_clock =
+                (i & 63) == 63 || i + 1 == level.size();  // the clock costs more than a small state
             if (stop || nodes.size() >= options.max_states || (check_clock && elapsed() >= options.max_seconds)) {
                 pending = nullptr;
                 stop_before(i, stop);

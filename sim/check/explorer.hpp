@@ -30,8 +30,8 @@ struct ExploreOptions {
     std::uint64_t max_states = 20'000'000;
     double max_seconds = 600;
     bool stop_at_first = true;
-    bool keep_graph = false;   // store edges for the strongly-connected-component liveness analysis
-    std::string target;        // record only counterexamples violating this invariant ("" = any)
+    bool keep_graph = false;  // store edges for the strongly-connected-component liveness analysis
+    std::string target;       // record only counterexamples violating this invariant ("" = any)
     Reduction reduction = Reduction::none;
     Order order = Order::breadth_first;  // depth_first does not keep the graph (keep_graph must be false)
     std::function<void(std::uint64_t states, std::uint32_t depth, double seconds)> progress;
@@ -44,11 +44,11 @@ struct ExploreOptions {
 struct ExploreReport {
     std::uint64_t states = 0;
     std::uint64_t transitions = 0;
-    std::uint32_t depth = 0;          // deepest level expanded
+    std::uint32_t depth = 0;  // deepest level expanded
     double seconds = 0;
     double states_per_s = 0;
-    bool exhausted = false;           // every reachable state within the scope was expanded
-    std::string bound_hit;            // "", "max_states", "max_seconds", "max_depth" or "interrupted"
+    bool exhausted = false;              // every reachable state within the scope was expanded
+    std::string bound_hit;               // "", "max_states", "max_seconds", "max_depth" or "interrupted"
     std::uint64_t depth_cut_states = 0;  // states left unexpanded at the depth bound (depth-first: reached
                                          // there, some of them expanded later from a shorter path)
     std::optional<Counterexample> counterexample;
@@ -56,8 +56,8 @@ struct ExploreReport {
     // is its own steps, which replay from this scope (that request cold), not from the one explored.
     std::optional<Scope> counterexample_scope;
     std::uint64_t other_violations = 0;  // violating states not matching `target` (not expanded)
-    std::uint64_t stuck_states = 0;   // terminal states with an unfinished request (LV1_progress)
-    std::uint64_t nontrivial_sccs = 0;  // cycles in the explored graph (keep_graph only)
+    std::uint64_t stuck_states = 0;      // terminal states with an unfinished request (LV1_progress)
+    std::uint64_t nontrivial_sccs = 0;   // cycles in the explored graph (keep_graph only)
     // Set when interrupted, or stopped by max_states or max_seconds with work left: resuming from
     // it (its `policy` is left for the caller to fill) gives the result of an uninterrupted run.
     std::optional<ExploreCheckpoint> checkpoint;

@@ -65,7 +65,8 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
     if (options.resume != nullptr) {
         const ExploreCheckpoint& c = *options.resume;
         PathReplayer replayer(exploration, initial, nodes);
-        counterexample_node = resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
+        counterexample_node =
+            resume_common(c, scope, defenses, options, initial_hash, nodes, visited, replayer, report);
         seconds_before = c.seconds;
         for (std::size_t i = 0; i < c.level.size(); ++i) {
             if (options.stop != nullptr && options.stop->load()) {
@@ -123,7 +124,9 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
         const bool stop = options.stop != nullptr && options.stop->load();
         const bool check_clock = (expansions & 63) == 63;  // the clock costs more than a small state
         if (stop || visited.size() >= options.max_states || (check_clock && elapsed() >= options.max_seconds)) {
-            report.bound_hit = stop ? "interrupted" : visited.size() >= options.max_states ? "max_states" : "max_seconds";
+            report.bound_hit = stop                                   ? "interrupted"
+                               : visited.size() >= options.max_states ? "max_states"
+                                                                      : "max_seconds";
             save_checkpoint();
             break;
         }
@@ -133,7 +136,8 @@ ExploreReport explore_depth_first(const Scope& scope, const model::Defenses& def
             stack.pop();
             continue;
         }
-        if (options.progress && (expansions & 4095) == 0) options.progress(visited.size(), e.depth, seconds_before + elapsed());
+        if (options.progress && (expansions & 4095) == 0)
+            options.progress(visited.size(), e.depth, seconds_before + elapsed());
         ++expansions;
         report.depth = std::max(report.depth, e.depth);
         if (children.empty()) children.push_back({initial, {}, 0, {}});

@@ -18,8 +18,14 @@ bool MutationScore::all_good() const {
 nlohmann::json MutationScore::rows_json() const {
     nlohmann::json out = nlohmann::json::array();
     for (const MutantRow& r : rows)
-        out.push_back({{"policy", r.policy->name}, {"removes", r.policy->removes}, {"detected", r.detected}, {"invariant", r.invariant},
-                       {"counterexample_steps", r.steps}, {"seconds", r.seconds}, {"states", r.states}, {"exhausted", r.exhausted},
+        out.push_back({{"policy", r.policy->name},
+                       {"removes", r.policy->removes},
+                       {"detected", r.detected},
+                       {"invariant", r.invariant},
+                       {"counterexample_steps", r.steps},
+                       {"seconds", r.seconds},
+                       {"states", r.states},
+                       {"exhausted", r.exhausted},
                        {"scope", r.scope}});
     return out;
 }
@@ -33,7 +39,8 @@ MutationScore mutation_score(const MutationRequest& q, const std::function<void(
     if (!q.regress.empty()) {  // before any exploration: a bad path costs no work
         require_output_folder(q.regress);
         for (const model::PolicyInfo& p : model::policies())
-            if (q.only.empty() || p.name == q.only) require_output_file(regression_file(q.regress, scope_of(p), p.name));
+            if (q.only.empty() || p.name == q.only)
+                require_output_file(regression_file(q.regress, scope_of(p), p.name));
     }
     MutationScore score;
     for (const model::PolicyInfo& p : model::policies()) {
@@ -57,10 +64,12 @@ MutationScore mutation_score(const MutationRequest& q, const std::function<void(
         row.states = r.states;
         row.exhausted = r.exhausted;
         if (is_validated) {
-            score.validated_said = row.detected ? "validated VIOLATED"
-                                                : (r.exhausted ? "validated clean" : "validated stopped at the bound") + std::string(" over ") +
-                                                      std::to_string(r.states) + " states" +
-                                                      (row.detected || r.exhausted ? "" : " (raise --max-seconds to explore it to the end)");
+            score.validated_said =
+                row.detected
+                    ? "validated VIOLATED"
+                    : (r.exhausted ? "validated clean" : "validated stopped at the bound") + std::string(" over ") +
+                          std::to_string(r.states) + " states" +
+                          (row.detected || r.exhausted ? "" : " (raise --max-seconds to explore it to the end)");
         } else {
             ++score.broken;
             if (row.detected) ++score.caught;
@@ -73,8 +82,10 @@ MutationScore mutation_score(const MutationRequest& q, const std::function<void(
             ensure_directory(q.regress);
             InvariantExpectation expect;
             expect.violates = {row.invariant};
-            const std::string note = "regression: " + p.name + " breaks " + row.invariant + " (found by kvcheck mutants --scope " + row.scope + ")";
-            nlohmann::json doc = steps_scenario_json(r.counterexample_scope.value_or(scope), p.name, r.counterexample->steps, note, &expect);
+            const std::string note = "regression: " + p.name + " breaks " + row.invariant +
+                                     " (found by kvcheck mutants --scope " + row.scope + ")";
+            nlohmann::json doc = steps_scenario_json(r.counterexample_scope.value_or(scope), p.name,
+                                                     r.counterexample->steps, note, &expect);
             doc["name"] = "regress-" + p.name;
             write_file_atomic(regression_file(q.regress, row.scope, p.name), doc.dump(2) + "\n");
         }
@@ -87,7 +98,8 @@ MutationScore mutation_score(const MutationRequest& q, const std::function<void(
 std::string mutant_reproduce(const MutantRow& row, const MutationRequest& q) {
     char bound[64] = {};
     std::to_chars(bound, bound + sizeof bound - 1, q.max_seconds);  // the shortest form that reads back the same
-    return "kvcheck mutants --scope " + shell_word(row.scope) + " --policy " + shell_word(row.policy->name) + " --max-seconds " + bound +
+    return "kvcheck mutants --scope " + shell_word(row.scope) + " --policy " + shell_word(row.policy->name) +
+           " --max-seconds " + bound +
            (q.reduction == Reduction::none ? "" : std::string(" --reduction ") + reduction_name(q.reduction)) +
            (q.order == Order::breadth_first ? "" : " --order dfs");
 }

@@ -18,8 +18,8 @@ namespace kvcheck::sim {
 
 struct MutationRequest {
     std::string scope = "reference";
-    bool home_scopes = true;  // each policy at its home scope (sim::home_scope) instead of `scope`
-    std::string only;         // one policy, "" for all
+    bool home_scopes = true;   // each policy at its home scope (sim::home_scope) instead of `scope`
+    std::string only;          // one policy, "" for all
     double max_seconds = 120;  // per policy
     Reduction reduction = Reduction::none;
     Order order = Order::breadth_first;
@@ -32,7 +32,7 @@ struct MutantRow {
     const model::PolicyInfo* policy = nullptr;
     std::string scope;
     bool detected = false;
-    bool good = false;  // fared as it should: a mutant detected, validated clean and exhausted
+    bool good = false;      // fared as it should: a mutant detected, validated clean and exhausted
     std::string invariant;  // what it broke
     std::size_t steps = 0;  // of the counterexample
     double seconds = 0;
@@ -44,7 +44,7 @@ struct MutationScore {
     std::vector<MutantRow> rows;  // in the policy table's order
     std::size_t broken = 0;       // mutants checked
     std::size_t caught = 0;
-    std::string validated_said;   // how validated fared, "" when it was not checked
+    std::string validated_said;  // how validated fared, "" when it was not checked
     bool all_good() const;
     nlohmann::json rows_json() const;  // what --json prints and mutants.json holds
 };

@@ -1,13 +1,13 @@
 // Named scopes and the initial world they describe.
-#include "model/driver.hpp"
 #include "sim/check/scope.hpp"
-
-#include "model/invariants.hpp"
 
 #include <algorithm>
 #include <memory>
-#include <string>
 #include <stdexcept>
+#include <string>
+
+#include "model/driver.hpp"
+#include "model/invariants.hpp"
 
 namespace kvcheck::sim {
 
@@ -141,7 +141,9 @@ Scope named_scope(const std::string& name) {
         // Rollout intra-request: request 0 has run to the end; request 1 is a second sampled
         // answer of it, in its reuse scope, so it may reuse request 0's prompt; request 2 extends
         // that prompt but is another request, which may not (RO1_rollout_scope).
-        s.requests = {{{1, 2, 3, 4, 5, 6}, 96, 16, true}, {{1, 2, 3, 4, 5, 6}, 96, 16, false, -1, 1}, {{1, 2, 3, 4, 5, 6, 7}, 112, 0}};
+        s.requests = {{{1, 2, 3, 4, 5, 6}, 96, 16, true},
+                      {{1, 2, 3, 4, 5, 6}, 96, 16, false, -1, 1},
+                      {{1, 2, 3, 4, 5, 6, 7}, 112, 0}};
         s.rollout = model::Rollout::intra_request;
         s.limits.gpu_budget_bytes = 40'000;
         s.max_faults = 1;
@@ -158,7 +160,9 @@ std::vector<std::string> scope_names() {
     return {"reference", "small", "tier", "load-wait", "pin-epoch", "extents", "session", "sampling", "rollout"};
 }
 
-std::string home_scope(const model::PolicyInfo& policy) { return policy.defenses.rollout_scope ? "reference" : "rollout"; }
+std::string home_scope(const model::PolicyInfo& policy) {
+    return policy.defenses.rollout_scope ? "reference" : "rollout";
+}
 
 std::string turn_problem(const Scope& scope, std::size_t i) {
     const RequestTemplate& t = scope.requests[i];
@@ -169,7 +173,8 @@ std::string turn_problem(const Scope& scope, std::size_t i) {
     if (t.input_tokens < prior.input_tokens + prior.output_tokens)
         return "the prompt must hold request " + std::to_string(t.continues) + "'s prompt and answer (" +
                std::to_string(prior.input_tokens + prior.output_tokens) + " tokens)";
-    if (whole == 0 || t.ids.size() < whole || !std::equal(prior.ids.begin(), prior.ids.begin() + static_cast<std::ptrdiff_t>(whole), t.ids.begin()))
+    if (whole == 0 || t.ids.size() < whole ||
+        !std::equal(prior.ids.begin(), prior.ids.begin() + static_cast<std::ptrdiff_t>(whole), t.ids.begin()))
         return "the ids must start with request " + std::to_string(t.continues) + "'s whole blocks";
     return "";
 }
@@ -201,12 +206,13 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
         // (model::sample_of: its reuse scope too); else it is a request of its own.
         const std::size_t first = first_answer(scope, uid);
         auto spec = std::make_shared<model::RequestSpec>(
-            first < uid      ? model::sample_of(*specs[first], uid, t.sample)
-            : t.continues < 0 ? model::make_request_spec(uid, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)
-                              : model::make_turn_spec(uid, specs[static_cast<std::size_t>(t.continues)],
-                                                      scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
-                                                          scope.content_block_tokens,
-                                                      t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens));
+            first < uid ? model::sample_of(*specs[first], uid, t.sample)
+            : t.continues < 0
+                ? model::make_request_spec(uid, t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens)
+                : model::make_turn_spec(uid, specs[static_cast<std::size_t>(t.continues)],
+                                        scope.requests[static_cast<std::size_t>(t.continues)].input_tokens /
+                                            scope.content_block_tokens,
+                                        t.ids, scope.content_block_tokens, t.input_tokens, t.output_tokens));
         spec->output_tokens = t.output_tokens;  // a sampled answer's own length (sample_of copies the first's)
         spec->sample = t.sample;
         specs.push_back(std::move(spec));
@@ -229,7 +235,8 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses) 
             if (!violations.empty()) {
                 Scope cold = scope;
                 for (std::size_t later = r; later < cold.requests.size(); ++later) cold.requests[later].warm = false;
-                throw WarmUpViolation("warm request " + std::to_string(r) + " violates " + violations.front().invariant +
+                throw WarmUpViolation("warm request " + std::to_string(r) + " violates " +
+                                          violations.front().invariant +
                                           " on its own under this policy: " + violations.front().message,
                                       std::move(cold), std::move(taken), violations);
             }

@@ -14,7 +14,7 @@
 namespace kvcheck::sim {
 
 struct RequestTemplate {
-    std::vector<std::uint64_t> ids;   // content block ids (chained by the model)
+    std::vector<std::uint64_t> ids;  // content block ids (chained by the model)
     std::uint32_t input_tokens = 0;
     std::uint32_t output_tokens = 0;
     bool warm = false;  // runs to the end, alone, before the explored steps: its cache is the starting state
@@ -81,7 +81,8 @@ model::World initial_world(const Scope& scope, const model::Defenses& defenses);
 struct WarmUpViolation : std::invalid_argument {
     WarmUpViolation(const std::string& what, Scope cold_scope, std::vector<model::Step> taken,
                     std::vector<model::Violation> found)
-        : std::invalid_argument(what), cold(std::move(cold_scope)), steps(std::move(taken)), violations(std::move(found)) {}
+        : std::invalid_argument(what), cold(std::move(cold_scope)), steps(std::move(taken)),
+          violations(std::move(found)) {}
     Scope cold;
     std::vector<model::Step> steps;
     std::vector<model::Violation> violations;

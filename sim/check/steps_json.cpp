@@ -35,12 +35,14 @@ nlohmann::json steps_scenario_json(const Scope& scope, const std::string& policy
     if (scope.limits.disk_capacity_bytes != model::Limits{}.disk_capacity_bytes)
         scope_json["disk_capacity_bytes"] = scope.limits.disk_capacity_bytes;
     if (scope.limits.tier_eviction) scope_json["tier_eviction"] = "lru";
-    nlohmann::json doc = {{"name", "counterexample"},
-                          {"description", description},
-                          {"policy", policy},
-                          {"model", {{"name", scope.model.name}, {"prefill_tokens_per_s", scope.model.prefill_tokens_per_s}, {"groups", groups}}},
-                          {"scope", scope_json},
-                          {"steps", list}};
+    nlohmann::json doc = {
+        {"name", "counterexample"},
+        {"description", description},
+        {"policy", policy},
+        {"model",
+         {{"name", scope.model.name}, {"prefill_tokens_per_s", scope.model.prefill_tokens_per_s}, {"groups", groups}}},
+        {"scope", scope_json},
+        {"steps", list}};
     if (scope.rollout != model::Rollout::cross_request)
         doc["rollout"] = scope.rollout == model::Rollout::off ? "off" : "intra-request";
     if (expect != nullptr) {

@@ -18,7 +18,8 @@ using model::kNone;
 // renaming keeps, so two live segments rarely tie (a tie falls back to id order: still sound,
 // only less reduction).
 auto identity(const model::World& w, const model::Segment& s) {
-    return std::make_tuple(s.key, s.group, s.is_tail, w.start_of(s), s.end, s.slot, s.disk, static_cast<std::uint8_t>(s.stage));
+    return std::make_tuple(s.key, s.group, s.is_tail, w.start_of(s), s.end, s.slot, s.disk,
+                           static_cast<std::uint8_t>(s.stage));
 }
 
 }  // namespace

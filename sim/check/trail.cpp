@@ -1,8 +1,9 @@
 // Trail replay and delta-debugging shrinking of counterexamples.
-#include "model/driver.hpp"
 #include "sim/check/trail.hpp"
 
 #include <algorithm>
+
+#include "model/driver.hpp"
 
 namespace kvcheck::sim {
 
@@ -30,7 +31,8 @@ TrailResult replay_trail(const Scope& scope, const model::Defenses& defenses, co
 
 bool violates(const std::vector<model::Violation>& violations, const std::string& invariant) {
     if (invariant.empty()) return !violations.empty();
-    return std::any_of(violations.begin(), violations.end(), [&](const model::Violation& v) { return v.invariant == invariant; });
+    return std::any_of(violations.begin(), violations.end(),
+                       [&](const model::Violation& v) { return v.invariant == invariant; });
 }
 
 Counterexample shrink(const Scope& scope, const model::Defenses& defenses, const Counterexample& found,
@@ -72,7 +74,8 @@ Counterexample shrink(const Scope& scope, const model::Defenses& defenses, const
 
 std::string format_counterexample(const Counterexample& c) {
     std::string out;
-    for (std::size_t i = 0; i < c.described.size(); ++i) out += "  " + std::to_string(i + 1) + ". " + c.described[i] + "\n";
+    for (std::size_t i = 0; i < c.described.size(); ++i)
+        out += "  " + std::to_string(i + 1) + ". " + c.described[i] + "\n";
     // One line per invariant: its first message and how many more reads broke it.
     for (std::size_t i = 0; i < c.violations.size(); ++i) {
         const model::Violation& v = c.violations[i];
@@ -80,8 +83,10 @@ std::string format_counterexample(const Counterexample& c) {
         for (std::size_t j = 0; j < i; ++j) seen = seen || c.violations[j].invariant == v.invariant;
         if (seen) continue;
         std::size_t more = 0;
-        for (std::size_t j = i + 1; j < c.violations.size(); ++j) more += c.violations[j].invariant == v.invariant ? 1 : 0;
-        out += "  violated " + v.invariant + ": " + v.message + (more > 0 ? " (and " + std::to_string(more) + " more)" : "") + "\n";
+        for (std::size_t j = i + 1; j < c.violations.size(); ++j)
+            more += c.violations[j].invariant == v.invariant ? 1 : 0;
+        out += "  violated " + v.invariant + ": " + v.message +
+               (more > 0 ? " (and " + std::to_string(more) + " more)" : "") + "\n";
     }
     return out;
 }

@@ -19,10 +19,10 @@ struct Counterexample {
 };
 
 struct TrailResult {
-    bool valid = true;                  // every step was enabled when its turn came
+    bool valid = true;  // every step was enabled when its turn came
     std::size_t steps_applied = 0;
     std::vector<model::Violation> violations;  // from the first step that raised any
-    std::size_t violating_step = 0;     // index of that step (when violations is non-empty)
+    std::size_t violating_step = 0;            // index of that step (when violations is non-empty)
     std::vector<std::string> described;
 };
 

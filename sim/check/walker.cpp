@@ -13,17 +13,18 @@
 #include "model/core.hpp"
 #include "model/invariants.hpp"
 #include "model/policy.hpp"
-#include "sim/io/input_error.hpp"
-#include "sim/io/json_fields.hpp"
 #include "sim/check/exploration.hpp"
 #include "sim/check/steps_json.hpp"
+#include "sim/io/input_error.hpp"
+#include "sim/io/json_fields.hpp"
 
 namespace kvcheck::sim {
 
 namespace {
 
 // A request prompt of `blocks` content blocks that shares its first `shared` blocks with `base`.
-std::vector<std::uint64_t> prompt_ids(Rng& rng, const std::vector<std::uint64_t>& base, std::uint32_t shared, std::uint32_t blocks) {
+std::vector<std::uint64_t> prompt_ids(Rng& rng, const std::vector<std::uint64_t>& base, std::uint32_t shared,
+                                      std::uint32_t blocks) {
     std::vector<std::uint64_t> ids(base.begin(), base.begin() + std::min<std::size_t>(shared, base.size()));
     while (ids.size() < blocks) ids.push_back(1000 + rng.below(1'000'000));
     return ids;
@@ -95,8 +96,8 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::strin
     // Toy keeps the reference scope's 16-token blocks and budgets (every earlier campaign walks
     // as before); a preset scales both, so the scope is as tight for it as for toy.
     const std::uint32_t block = model == "toy" ? 16 : std::max(derived.min_block_tokens, derived.lcm_tokens / 2);
-    const double scale = model == "toy" ? 1.0
-                                        : gpu_bytes_per_token(*preset) / gpu_bytes_per_token(s.model) * block / 16.0;
+    const double scale =
+        model == "toy" ? 1.0 : gpu_bytes_per_token(*preset) / gpu_bytes_per_token(s.model) * block / 16.0;
     s.model = *preset;
     s.content_block_tokens = block;
     // Two or three requests, each extending or branching from the first one's prompt.
@@ -116,9 +117,11 @@ Scope swarm_scope(std::uint64_t root_seed, std::uint64_t index, const std::strin
     s.step_kinds = actor_kinds() | background_kinds();
     for (int k = 0; k < model::kStepKindCount; ++k) {
         const auto kind = static_cast<model::StepKind>(k);
-        if (model::is_fault(kind) && kind != model::StepKind::partial_load && rng.below(2) == 0) s.step_kinds |= model::kind_bit(kind);
+        if (model::is_fault(kind) && kind != model::StepKind::partial_load && rng.below(2) == 0)
+            s.step_kinds |= model::kind_bit(kind);
     }
-    if ((s.step_kinds & model::kind_bit(model::StepKind::io_fail)) != 0) s.step_kinds |= model::kind_bit(model::StepKind::partial_load);
+    if ((s.step_kinds & model::kind_bit(model::StepKind::io_fail)) != 0)
+        s.step_kinds |= model::kind_bit(model::StepKind::partial_load);
     s.max_faults = static_cast<std::uint8_t>(1 + rng.below(3));
     s.max_background = static_cast<std::uint8_t>(rng.below(5));
     // Half the walks with extents of 64 or 128 tokens (docs/invariants.md, "Extents"); drawn last,
@@ -156,8 +159,9 @@ FuzzReport fuzz(const FuzzOptions& o) {
     // finished past it meanwhile: walks are committed in index order (those finished early wait in
     // `pending`), and none past the first violation. Every walk below it runs, so the committed
     // walks, steps and next walk are those of one thread.
-    std::map<std::uint64_t, std::optional<std::uint64_t>> pending;  // walk -> its steps (none: walked before the resume)
-    std::uint64_t frontier = o.first_walk;                           // the lowest walk not committed
+    std::map<std::uint64_t, std::optional<std::uint64_t>>
+        pending;                            // walk -> its steps (none: walked before the resume)
+    std::uint64_t frontier = o.first_walk;  // the lowest walk not committed
     std::uint64_t committed_walks = 0;
     std::uint64_t committed_steps = 0;
     const auto commit = [&](std::uint64_t n, std::optional<std::uint64_t> walk_steps) {  // under `lock`
@@ -197,8 +201,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
                 if (found) {
                     report.violations.push_back(std::move(*found));
                     std::uint64_t current = first_violation.load();
-                    while (n < current && !first_violation.compare_exchange_weak(current, n)) {
-                    }
+                    while (n < current && !first_violation.compare_exchange_weak(current, n)) {}
                 }
                 if (o.stop_at_first) commit(n, w.steps);
             }
@@ -210,7 +213,8 @@ FuzzReport fuzz(const FuzzOptions& o) {
     for (std::uint32_t t = 1; t < o.threads; ++t) pool.emplace_back(worker);
     worker();
     for (std::thread& t : pool) t.join();
-    std::sort(report.violations.begin(), report.violations.end(), [](const FoundViolation& a, const FoundViolation& b) { return a.walk < b.walk; });
+    std::sort(report.violations.begin(), report.violations.end(),
+              [](const FoundViolation& a, const FoundViolation& b) { return a.walk < b.walk; });
     if (o.stop_at_first && report.violations.size() > 1) report.violations.resize(1);
     report.walks = o.stop_at_first ? committed_walks : done.load();
     // Workers stop claiming before they stop running, so every claimed walk has completed.
@@ -230,14 +234,17 @@ std::optional<FoundViolation> rewalk(const FuzzOptions& o, std::uint64_t index) 
     return shrunk(scope, policy->defenses, w, index);
 }
 
-std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, const FuzzOptions& o, const std::string& file) {
+std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, const FuzzOptions& o,
+                                             const std::string& file) {
     std::optional<FoundViolation> lowest;
     for (std::size_t i = 0; i < violations.size(); ++i) {
         const std::uint64_t walk = violations[i].at("walk").get<std::uint64_t>();
         std::optional<FoundViolation> again = rewalk(o, walk);
         if (!again || violation_json(*again, o.policy) != violations[i])
             throw InputError(file, "/violations/" + std::to_string(i),
-                             "walk " + std::to_string(walk) + " does not give this violation when walked again: the file is damaged, of another campaign or written by another kvcheck version");
+                             "walk " + std::to_string(walk) +
+                                 " does not give this violation when walked again: the file is damaged, of another "
+                                 "campaign or written by another kvcheck version");
         if (!lowest || walk < lowest->walk) lowest = std::move(again);
     }
     return lowest;
@@ -246,39 +253,57 @@ std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, c
 nlohmann::json violation_json(const FoundViolation& v, const std::string& policy) {
     nlohmann::json steps = nlohmann::json::array();
     for (const std::string& line : v.counterexample.described) steps.push_back(line);
-    return {{"walk", v.walk},
-            {"invariant", v.invariant},
-            {"steps", steps},
-            {"scenario", steps_scenario_json(v.scope, policy, v.counterexample.steps, "found by kvcheck fuzz", nullptr)}};
+    return {
+        {"walk", v.walk},
+        {"invariant", v.invariant},
+        {"steps", steps},
+        {"scenario", steps_scenario_json(v.scope, policy, v.counterexample.steps, "found by kvcheck fuzz", nullptr)}};
 }
 
 nlohmann::json fuzz_json(const FuzzReport& r) {
     nlohmann::json found = nlohmann::json::array();
     for (const FoundViolation& v : r.violations) found.push_back(violation_json(v, r.policy));
-    return {{"kind", "kvcheck.fuzz/1"}, {"policy", r.policy}, {"model", r.model}, {"seed", r.seed}, {"shard", {r.shard_index, r.shard_count}},
-            {"walks", r.walks}, {"steps", r.steps}, {"next_walk", r.next_walk}, {"interrupted", r.interrupted},
-            {"walk_budget", r.walk_budget}, {"depth", r.depth}, {"swarm", r.swarm}, {"keep_going", r.keep_going},
+    return {{"kind", "kvcheck.fuzz/1"},
+            {"policy", r.policy},
+            {"model", r.model},
+            {"seed", r.seed},
+            {"shard", {r.shard_index, r.shard_count}},
+            {"walks", r.walks},
+            {"steps", r.steps},
+            {"next_walk", r.next_walk},
+            {"interrupted", r.interrupted},
+            {"walk_budget", r.walk_budget},
+            {"depth", r.depth},
+            {"swarm", r.swarm},
+            {"keep_going", r.keep_going},
             {"violations", found}};
 }
 
 void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
-    const auto fail = [&](const std::string& pointer, const std::string& what) { throw InputError(file, pointer, what); };
+    const auto fail = [&](const std::string& pointer, const std::string& what) {
+        throw InputError(file, pointer, what);
+    };
     if (!result.is_object() || result.value("kind", nlohmann::json()) != "kvcheck.fuzz/1")
         fail("/kind", "expected a kvcheck fuzz result (\"kind\": \"kvcheck.fuzz/1\")");
     const auto count = [&](const nlohmann::json& parent, const std::string& pointer, const char* key) {
-        if (!parent.contains(key) || !parent.at(key).is_number_unsigned()) fail(pointer + "/" + key, "expected a whole number of 0 or more");
+        if (!parent.contains(key) || !parent.at(key).is_number_unsigned())
+            fail(pointer + "/" + key, "expected a whole number of 0 or more");
     };
-    if (!result.contains("policy") || !result["policy"].is_string() || model::find_policy(result["policy"].get<std::string>()) == nullptr)
+    if (!result.contains("policy") || !result["policy"].is_string() ||
+        model::find_policy(result["policy"].get<std::string>()) == nullptr)
         fail("/policy", "expected the name of a policy (known: " + model::policy_names() + ")");
     // Files from before --model have no "model": their walks are toy's.
-    if (result.contains("model") && (!result["model"].is_string() || model::find_preset(result["model"].get<std::string>()) == nullptr))
+    if (result.contains("model") &&
+        (!result["model"].is_string() || model::find_preset(result["model"].get<std::string>()) == nullptr))
         fail("/model", "expected the name of a model preset");
     count(result, "", "seed");
     const nlohmann::json* shard = result.contains("shard") ? &result["shard"] : nullptr;
     if (shard == nullptr || !shard->is_array() || shard->size() != 2 || !(*shard)[0].is_number_unsigned() ||
         !(*shard)[1].is_number_unsigned() || (*shard)[0].get<std::uint64_t>() >= (*shard)[1].get<std::uint64_t>() ||
         (*shard)[1].get<std::uint64_t>() > UINT32_MAX)
-        fail("/shard", "expected [i, n] with 0 <= i < n, the one shard the file comes from (a merged result is not merged again)");
+        fail(
+            "/shard",
+            "expected [i, n] with 0 <= i < n, the one shard the file comes from (a merged result is not merged again)");
     count(result, "", "walks");
     count(result, "", "steps");
     count(result, "", "next_walk");
@@ -287,20 +312,24 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
     if (result["depth"].get<std::uint64_t>() < 1 || result["depth"].get<std::uint64_t>() > kFuzzDepthMax)
         fail("/depth", "expected the steps per walk, 1 to " + std::to_string(kFuzzDepthMax));
     for (const char* flag : {"swarm", "keep_going", "interrupted"})
-        if (!result.contains(flag) || !result[flag].is_boolean()) fail(std::string("/") + flag, "expected true or false");
+        if (!result.contains(flag) || !result[flag].is_boolean())
+            fail(std::string("/") + flag, "expected true or false");
     // What a run writes always holds these: the walks it took lie below next_walk, which stops at
     // the budget, and no walk takes more than depth steps.
     const std::uint64_t walks = result["walks"].get<std::uint64_t>();
     const std::uint64_t next_walk = result["next_walk"].get<std::uint64_t>();
     const std::uint64_t budget = result["walk_budget"].get<std::uint64_t>();
     if (walks > next_walk)
-        fail("/walks", std::to_string(walks) + " walks, but only walks below next_walk " + std::to_string(next_walk) + " can have been taken");
+        fail("/walks", std::to_string(walks) + " walks, but only walks below next_walk " + std::to_string(next_walk) +
+                           " can have been taken");
     if (budget != 0 && next_walk > budget)
         fail("/next_walk", std::to_string(next_walk) + " is beyond the walk budget " + std::to_string(budget));
     if (walks != 0 && result["steps"].get<std::uint64_t>() / walks > result["depth"].get<std::uint64_t>())
-        fail("/steps", result["steps"].dump() + " steps in " + std::to_string(walks) + " walks of at most " + result["depth"].dump() + " steps each");
-    static const std::set<std::string> kKeys = {"kind", "policy", "model", "seed", "shard", "walks", "steps", "next_walk",
-                                               "interrupted", "walk_budget", "depth", "swarm", "keep_going", "violations"};
+        fail("/steps", result["steps"].dump() + " steps in " + std::to_string(walks) + " walks of at most " +
+                           result["depth"].dump() + " steps each");
+    static const std::set<std::string> kKeys = {"kind",  "policy", "model",      "seed",        "shard",
+                                                "walks", "steps",  "next_walk",  "interrupted", "walk_budget",
+                                                "depth", "swarm",  "keep_going", "violations"};
     for (const auto& [key, value] : result.items())
         if (kKeys.count(key) == 0) fail("/" + pointer_escape(key), "unknown key in a kvcheck fuzz result");
     if (!result.contains("violations") || !result["violations"].is_array()) fail("/violations", "expected an array");
@@ -315,24 +344,33 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
         if (!v.is_object()) fail(at, "expected an object with walk, invariant, steps and scenario");
         for (const auto& [key, value] : v.items())
             if (key != "walk" && key != "invariant" && key != "steps" && key != "scenario")
-                fail(at + "/" + pointer_escape(key), "unknown key in a violation (expected walk, invariant, steps and scenario)");
+                fail(at + "/" + pointer_escape(key),
+                     "unknown key in a violation (expected walk, invariant, steps and scenario)");
         count(v, at, "walk");
         const std::uint64_t walk = v["walk"].get<std::uint64_t>();
         if (walk % shards != (*shard)[0].get<std::uint64_t>())
-            fail(at + "/walk", "walk " + v["walk"].dump() + " is not one of shard " + (*shard)[0].dump() + "/" + (*shard)[1].dump());
+            fail(at + "/walk",
+                 "walk " + v["walk"].dump() + " is not one of shard " + (*shard)[0].dump() + "/" + (*shard)[1].dump());
         if (walk / shards >= result["next_walk"].get<std::uint64_t>())
             fail(at + "/walk", "walk " + v["walk"].dump() + " is the shard's walk " + std::to_string(walk / shards) +
-                                   ", not below its next_walk " + result["next_walk"].dump() + " (every walk found was taken before it)");
-        if (!walks_seen.insert(walk).second) fail(at + "/walk", "walk " + v["walk"].dump() + " is listed twice; a walk stops at its first violation");
-        if (!v.contains("invariant") || !v["invariant"].is_string() || !model::is_invariant(v["invariant"].get<std::string>()))
+                                   ", not below its next_walk " + result["next_walk"].dump() +
+                                   " (every walk found was taken before it)");
+        if (!walks_seen.insert(walk).second)
+            fail(at + "/walk", "walk " + v["walk"].dump() + " is listed twice; a walk stops at its first violation");
+        if (!v.contains("invariant") || !v["invariant"].is_string() ||
+            !model::is_invariant(v["invariant"].get<std::string>()))
             fail(at + "/invariant", "expected the name of an invariant");
         const auto is_text = [](const nlohmann::json& step) { return step.is_string(); };
-        if (!v.contains("steps") || !v["steps"].is_array() || v["steps"].empty() || !std::all_of(v["steps"].begin(), v["steps"].end(), is_text))
+        if (!v.contains("steps") || !v["steps"].is_array() || v["steps"].empty() ||
+            !std::all_of(v["steps"].begin(), v["steps"].end(), is_text))
             fail(at + "/steps", "expected a non-empty array of step descriptions (strings)");
-        if (!v.contains("scenario") || !v["scenario"].is_object()) fail(at + "/scenario", "expected the counterexample as a scenario object");
+        if (!v.contains("scenario") || !v["scenario"].is_object())
+            fail(at + "/scenario", "expected the counterexample as a scenario object");
         const nlohmann::json& scenario = v["scenario"];
-        if (!scenario.contains("steps") || !scenario["steps"].is_array() || scenario["steps"].size() != v["steps"].size())
-            fail(at + "/scenario/steps", "expected the counterexample's " + std::to_string(v["steps"].size()) + " steps, one for each description");
+        if (!scenario.contains("steps") || !scenario["steps"].is_array() ||
+            scenario["steps"].size() != v["steps"].size())
+            fail(at + "/scenario/steps", "expected the counterexample's " + std::to_string(v["steps"].size()) +
+                                             " steps, one for each description");
         if (scenario.value("policy", nlohmann::json()) != result["policy"])
             fail(at + "/scenario/policy", "expected the campaign's policy " + result["policy"].dump());
     }
@@ -352,7 +390,8 @@ nlohmann::json resume_point(const nlohmann::json& previous, FuzzOptions& options
     const nlohmann::json& found = previous.at("violations");
     if (options.stop_at_first)
         for (const nlohmann::json& v : found)
-            options.known_violation = std::min(options.known_violation, v.at("walk").get<std::uint64_t>() / options.shard_count);
+            options.known_violation =
+                std::min(options.known_violation, v.at("walk").get<std::uint64_t>() / options.shard_count);
     return found;
 }
 
@@ -368,31 +407,40 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
         const FuzzResultFile& first = shards.front();
         for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"})
             if (s.at(key) != first.result.at(key))
-                throw InputError(file.path, std::string("/") + key, "from another campaign: " + s.at(key).dump() + " here, " +
-                                                                        first.result.at(key).dump() + " in " + first.path);
+                throw InputError(file.path, std::string("/") + key,
+                                 "from another campaign: " + s.at(key).dump() + " here, " +
+                                     first.result.at(key).dump() + " in " + first.path);
         if (model_of(s) != model_of(first.result))
-            throw InputError(file.path, "/model", "from another campaign: model " + model_of(s) + " here, " + model_of(first.result) + " in " + first.path);
+            throw InputError(file.path, "/model",
+                             "from another campaign: model " + model_of(s) + " here, " + model_of(first.result) +
+                                 " in " + first.path);
         if (s.at("shard").at(1) != first.result.at("shard").at(1))
-            throw InputError(file.path, "/shard/1", "from another campaign: shard count " + s.at("shard").at(1).dump() + " here, " +
-                                                        first.result.at("shard").at(1).dump() + " in " + first.path);
+            throw InputError(file.path, "/shard/1",
+                             "from another campaign: shard count " + s.at("shard").at(1).dump() + " here, " +
+                                 first.result.at("shard").at(1).dump() + " in " + first.path);
         const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
-        if (!fresh) throw InputError(file.path, "/shard/0", "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
+        if (!fresh)
+            throw InputError(file.path, "/shard/0",
+                             "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
         // Every violation is walked again, as a resume does: a merged result reports only what
         // its campaign reproduces.
         FuzzOptions campaign;
         resume_point(s, campaign);
         rewalk_carried(s.at("violations"), campaign, file.path);
-        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"}) merged[key] = s.at(key);
+        for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"})
+            merged[key] = s.at(key);
         merged["model"] = model_of(s);
         merged["walks"] = merged["walks"].get<std::uint64_t>() + s.at("walks").get<std::uint64_t>();
         merged["steps"] = merged["steps"].get<std::uint64_t>() + s.at("steps").get<std::uint64_t>();
         covered.push_back(s.at("shard"));
         for (const nlohmann::json& v : s.at("violations")) found.push_back(v);
     }
-    std::sort(found.begin(), found.end(), [](const nlohmann::json& a, const nlohmann::json& b) { return a["walk"] < b["walk"]; });
+    std::sort(found.begin(), found.end(),
+              [](const nlohmann::json& a, const nlohmann::json& b) { return a["walk"] < b["walk"]; });
     std::sort(covered.begin(), covered.end());
     merged["shards"] = covered;
-    merged["interrupted"] = std::any_of(shards.begin(), shards.end(), [](const FuzzResultFile& f) { return f.result.at("interrupted").get<bool>(); });
+    merged["interrupted"] = std::any_of(shards.begin(), shards.end(),
+                                        [](const FuzzResultFile& f) { return f.result.at("interrupted").get<bool>(); });
     merged["violations"] = found;
     return merged;
 }

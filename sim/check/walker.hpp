@@ -20,17 +20,17 @@ inline constexpr std::uint32_t kFuzzDepthMax = 1'000'000;  // steps per walk
 
 struct FuzzOptions {
     std::uint64_t seed = 1;
-    std::uint64_t walks = 1000;        // budget in walks (0: unbounded, use seconds)
-    double seconds = 0;                // budget in seconds (0: unbounded, use walks)
+    std::uint64_t walks = 1000;  // budget in walks (0: unbounded, use seconds)
+    double seconds = 0;          // budget in seconds (0: unbounded, use walks)
     std::uint32_t threads = 1;
-    std::uint32_t shard_index = 0;     // this process runs walks with index % shard_count == shard_index
+    std::uint32_t shard_index = 0;  // this process runs walks with index % shard_count == shard_index
     std::uint32_t shard_count = 1;
-    bool swarm = true;                 // draw the scope per walk; otherwise walk `base`
+    bool swarm = true;  // draw the scope per walk; otherwise walk `base`
     bool stop_at_first = true;
     std::string policy = "validated";
-    std::string model = "toy";         // the preset swarm scopes are drawn for
+    std::string model = "toy";  // the preset swarm scopes are drawn for
     Scope base = named_scope("reference");
-    std::uint32_t depth = 120;         // steps per walk
+    std::uint32_t depth = 120;  // steps per walk
     std::function<void(std::uint64_t walks_done)> progress;
     const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C) to stop after the walks in flight
     std::uint64_t first_walk = 0;             // resume: walks [0, first_walk) of this shard are done
@@ -40,10 +40,10 @@ struct FuzzOptions {
 };
 
 struct FoundViolation {
-    std::uint64_t walk = 0;            // global walk index
-    Scope scope;                       // the walk's scope (swarm draws it)
-    Counterexample counterexample;     // shrunk
-    std::string invariant;             // the first invariant it violates
+    std::uint64_t walk = 0;         // global walk index
+    Scope scope;                    // the walk's scope (swarm draws it)
+    Counterexample counterexample;  // shrunk
+    std::string invariant;          // the first invariant it violates
 };
 
 struct FuzzReport {
@@ -52,9 +52,9 @@ struct FuzzReport {
     std::uint64_t seed = 0;
     std::uint32_t shard_index = 0;
     std::uint32_t shard_count = 1;
-    std::uint64_t walks = 0;           // walks completed by this run
-    std::uint64_t next_walk = 0;       // every walk of this shard below this (shard-local) number is done
-    std::uint64_t walk_budget = 0;     // the campaign's options, recorded so that a resume continues the same one
+    std::uint64_t walks = 0;        // walks completed by this run
+    std::uint64_t next_walk = 0;    // every walk of this shard below this (shard-local) number is done
+    std::uint64_t walk_budget = 0;  // the campaign's options, recorded so that a resume continues the same one
     std::uint32_t depth = 0;
     bool swarm = true;
     bool keep_going = false;
@@ -79,7 +79,8 @@ std::optional<FoundViolation> rewalk(const FuzzOptions& options, std::uint64_t i
 // Walks every violation a resumed fuzz.json (`file`) carries again: each must come out exactly as
 // written, or InputError names its JSON pointer (a damaged or edited file is refused, not
 // continued). Returns the lowest one, for the campaign's counterexample; empty when none.
-std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, const FuzzOptions& options, const std::string& file);
+std::optional<FoundViolation> rewalk_carried(const nlohmann::json& violations, const FuzzOptions& options,
+                                             const std::string& file);
 
 nlohmann::json fuzz_json(const FuzzReport& report);
 // One entry of fuzz.json's "violations": the walk, the invariant, the shrunk steps described and

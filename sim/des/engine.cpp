@@ -58,18 +58,22 @@ class Engine {
 public:
     Engine(const Scenario& s, const RunOptions& o)
         : s_(s), policy_(o.policy.empty() ? s.policy : o.policy), seed_(o.seed_given ? o.seed : s.seed), options_(o),
-          world_(std::make_shared<model::ModelConfig>(s.model), model::find_policy(policy_)->defenses, limits(s), s.rollout),
-          rng_(seed_), io_rng_(rng_.fork(1)), tier_rng_(hash_combine(seed_, 0x74696572)), faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests), driver_(s.structural_checks) {
+          world_(std::make_shared<model::ModelConfig>(s.model), model::find_policy(policy_)->defenses, limits(s),
+                 s.rollout),
+          rng_(seed_), io_rng_(rng_.fork(1)), tier_rng_(hash_combine(seed_, 0x74696572)),
+          faults_(s, rng_.fork(2), world_), timeline_(s.timeline_requests), driver_(s.structural_checks) {
         TraceOptions t = s.trace;
         t.seed = seed_;
         arrivals_ = std::make_unique<ArrivalStream>(s.trace_path, t, s.requests);
-        if (!o.schedules_dir.empty()) exporter_ = std::make_unique<ScheduleExporter>(o.schedules_dir, s, policy_, seed_);
+        if (!o.schedules_dir.empty())
+            exporter_ = std::make_unique<ScheduleExporter>(o.schedules_dir, s, policy_, seed_);
         if (s.sessions.enabled) sessions_ = std::make_unique<SessionBook>(s.sessions);
     }
 
     RunResult run() {
         pull_next_arrival();
-        faults_.schedule_timed([&](std::uint64_t at, std::uint32_t index) { schedule(at, EventKind::fault, index, 0); });
+        faults_.schedule_timed(
+            [&](std::uint64_t at, std::uint32_t index) { schedule(at, EventKind::fault, index, 0); });
         while (!queue_.empty()) {
             if (metrics_.events >= s_.max_events) {
                 metrics_.event_bound_hit = true;
@@ -79,13 +83,15 @@ public:
             queue_.pop();
             now_ = e.time;
             ++metrics_.events;
-            for (std::uint32_t index : faults_.due_by_event(metrics_.events)) offer_faults(FaultInjector::scheduled(index));
+            for (std::uint32_t index : faults_.due_by_event(metrics_.events))
+                offer_faults(FaultInjector::scheduled(index));
             switch (e.kind) {
                 case EventKind::arrival: arrive(); break;
                 case EventKind::step: {
                     const auto kind = static_cast<StepKind>(e.step_kind);
                     // Decode runs the whole output as one step: its blocks, slides and recaptures.
-                    request_step(e.target, kind, kind == StepKind::decode ? world_.requests[e.target].spec->output_tokens : 0);
+                    request_step(e.target, kind,
+                                 kind == StepKind::decode ? world_.requests[e.target].spec->output_tokens : 0);
                     break;
                 }
                 case EventKind::io_done: io_done(e.target); break;
@@ -155,9 +161,10 @@ private:
     // spec is made), a held session turn's record otherwise.
     void start(const TraceRecord& record, std::uint32_t turn, bool from_stream = false) {
         const std::uint32_t uid = static_cast<std::uint32_t>(metrics_.requests++);
-        auto spec = sessions_ ? sessions_->spec(turn, uid, record)
-                              : std::make_shared<model::RequestSpec>(model::make_request_spec(
-                                    uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
+        auto spec = sessions_
+                        ? sessions_->spec(turn, uid, record)
+                        : std::make_shared<model::RequestSpec>(model::make_request_spec(
+                              uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
         admit(std::move(spec), Tracking{uid, turn, false, now_, 0, 0, 0, false, false}, from_stream);
     }
 
@@ -188,11 +195,13 @@ private:
     bool inject(const Step& step, model::FaultClass fault) {
         if (!model::enabled(world_, step)) return false;
         // Described before it applies; only the timeline (until its cap) and the exporter read it.
-        const std::string what = exporter_ || timeline_.takes_instants() ? model::describe(world_, step) : std::string();
+        const std::string what =
+            exporter_ || timeline_.takes_instants() ? model::describe(world_, step) : std::string();
         driver_.apply(world_, step, fault_outcome_);
         after(fault_outcome_);
         ++metrics_.faults[static_cast<std::size_t>(fault)];
-        timeline_.instant(std::string(model::fault_name(fault)) + " " + std::string(model::fault_summary(fault)), now_, what);
+        timeline_.instant(std::string(model::fault_name(fault)) + " " + std::string(model::fault_summary(fault)), now_,
+                          what);
         if (exporter_) exporter_->note_fault(world_, step, fault, what, steps_);
         return true;
     }
@@ -220,11 +229,14 @@ private:
         after(out);
         switch (kind) {
             case StepKind::lookup:
-                if (out.lookup && !t.looked_up) first_lookup(r, *out.lookup);
-                else if (out.lookup) metrics_.count_misses(*out.lookup);  // after loads or a stale revalidation
+                if (out.lookup && !t.looked_up)
+                    first_lookup(r, *out.lookup);
+                else if (out.lookup)
+                    metrics_.count_misses(*out.lookup);  // after loads or a stale revalidation
                 if (q.phase == Phase::waiting_io) {
                     t.io_wait_start_ns = now_;
-                    if (s_.max_load_wait_us) schedule(now_ + *s_.max_load_wait_us * 1000, EventKind::load_wait_over, r, 0);
+                    if (s_.max_load_wait_us)
+                        schedule(now_ + *s_.max_load_wait_us * 1000, EventKind::load_wait_over, r, 0);
                 } else if (q.phase != Phase::arrived) {
                     offer_faults(FaultInjector::after_lookup(r));
                 }
@@ -259,7 +271,8 @@ private:
                 offer_faults(FaultInjector::after_decode(r));
                 break;
             case StepKind::finish:
-                end_request(r, std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) + " out");
+                end_request(r, std::to_string(q.spec->input_tokens) + " in, " + std::to_string(q.spec->output_tokens) +
+                                   " out");
                 break;
             case StepKind::abort:
                 ++metrics_.requests_failed;
@@ -319,7 +332,8 @@ private:
             metrics_.recomputed_tokens += t.hash_hit_len - q.resume_len;
             // The plain hash-hit rule resumes the hit as it stands; any other stops on the grain.
             if (!world_.defenses.hash_hit_is_enough)
-                metrics_.trimmed_tokens += std::min(t.hash_hit_len % world_.grain_tokens, t.hash_hit_len - q.resume_len);
+                metrics_.trimmed_tokens +=
+                    std::min(t.hash_hit_len % world_.grain_tokens, t.hash_hit_len - q.resume_len);
         }
         sources_.count_read(q, t.uid, t.loaded, metrics_.reused_by_source);
         const std::uint32_t grain = world_.derived.lcm_tokens;
@@ -348,8 +362,9 @@ private:
         if (kind != StepKind::io_complete) {
             ++metrics_.faults[static_cast<std::size_t>(fault)];
             if (exporter_ || timeline_.takes_instants()) what = model::describe(world_, {kind, op_id, 0});
-            timeline_.instant(hung                             ? "F2 timeout"
-                              : kind == StepKind::io_fail      ? (op.kind == model::IoKind::load ? "F2 load failure" : "F2 offload failure")
+            timeline_.instant(hung ? "F2 timeout"
+                              : kind == StepKind::io_fail
+                                  ? (op.kind == model::IoKind::load ? "F2 load failure" : "F2 offload failure")
                               : kind == StepKind::partial_load ? "F2 partial load"
                                                                : "F9 misaligned reload",
                               now_, what);
@@ -358,21 +373,25 @@ private:
         driver_.apply(world_, {kind, op_id, 0}, io_outcome_);
         // A load failed when its segment is back on disk: an error, or a partial load that the
         // length check caught.
-        const bool loaded = op.kind == model::IoKind::load && world_.segments[op.segment].stage != model::Stage::on_disk;
+        const bool loaded =
+            op.kind == model::IoKind::load && world_.segments[op.segment].stage != model::Stage::on_disk;
         if (op.kind == model::IoKind::load) (loaded ? metrics_.loads : metrics_.load_failures) += 1;
         if (loaded && op.request != model::kNone) {
             sources_.loaded(op.segment, tracking_[op.request].uid, world_.segments[op.segment].epoch, io_tier_[op_id]);
             tracking_[op.request].loaded = true;
         }
         after(io_outcome_);
-        if (exporter_ && kind != StepKind::io_complete) exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
+        if (exporter_ && kind != StepKind::io_complete)
+            exporter_->note_fault(world_, {kind, op_id, 0}, fault, what, steps_);
         if (exporter_ && loaded) exporter_->note_loaded(op.segment, world_.segments[op.segment].epoch);
-        if (exporter_ && loaded && kind == StepKind::partial_load) exporter_->note_torn(op.segment, world_.segments[op.segment].epoch);
+        if (exporter_ && loaded && kind == StepKind::partial_load)
+            exporter_->note_torn(op.segment, world_.segments[op.segment].epoch);
         // The `fail` load-failure policy ends the request at its first failed load.
         if (op.kind == model::IoKind::load && op.request != model::kNone && !loaded && s_.fail_on_load_failure) {
             end_io_wait(op.request, "a load failed");
             request_step(op.request, StepKind::abort);
-        } else if (op.kind == model::IoKind::load && op.request != model::kNone && world_.requests[op.request].phase == Phase::io_done) {
+        } else if (op.kind == model::IoKind::load && op.request != model::kNone &&
+                   world_.requests[op.request].phase == Phase::io_done) {
             end_io_wait(op.request, "");
             schedule_next(op.request);
         }
@@ -426,7 +445,8 @@ private:
         if (late > 0) {
             ++metrics_.faults[static_cast<std::size_t>(model::FaultClass::F4)];
             timeline_.instant("F4 late I/O", now_,
-                              timeline_.takes_instants() ? model::describe(world_, {StepKind::io_complete, op_id, 0}) : std::string());
+                              timeline_.takes_instants() ? model::describe(world_, {StepKind::io_complete, op_id, 0})
+                                                         : std::string());
         }
         return ns + late;
     }
@@ -499,13 +519,15 @@ private:
         };
         // The entry whose content is wrong (OR1 names it), else the entry or range the violation names.
         const std::vector<model::ReadFact>& facts = driver_.facts();
-        const auto wrong = std::find_if(facts.begin(), facts.end(), [](const model::ReadFact& f) { return f.expected != f.actual; });
+        const auto wrong =
+            std::find_if(facts.begin(), facts.end(), [](const model::ReadFact& f) { return f.expected != f.actual; });
         if (wrong != facts.end()) {
             c.invariant = "OR1_ground_truth";
             place(wrong->entry, model::mismatch_cause(*wrong));
-        }
-        else if (bad->entry) place(*bad->entry, bad->detail);
-        else if (!bad->detail.empty()) c.cause = bad->detail;
+        } else if (bad->entry)
+            place(*bad->entry, bad->detail);
+        else if (!bad->detail.empty())
+            c.cause = bad->detail;
         metrics_.corruption_examples.push_back(std::move(c));
     }
 
@@ -520,7 +542,7 @@ private:
     const bool tier_failures_ = s_.host.failure_ppm > 0 || s_.disk.failure_ppm > 0;
     std::vector<std::uint8_t> io_tier_;  // the tier each load (with tier failures, each I/O op) runs on: 0 host, 1 disk
     ReuseSources sources_;
-    std::vector<std::uint8_t> hung_;     // F2 timeout: the I/O ops that hang until their timeout (1)
+    std::vector<std::uint8_t> hung_;  // F2 timeout: the I/O ops that hang until their timeout (1)
     // When each tier's link is next free, by tier (0 host, 1 disk) and direction (0 to it, 1 from it).
     std::array<std::array<std::uint64_t, 2>, 2> link_free_ns_{};
     FaultInjector faults_;
@@ -541,7 +563,7 @@ private:
     model::Driver driver_;
     std::unique_ptr<ScheduleExporter> exporter_;
     std::unique_ptr<SessionBook> sessions_;  // with sessions: turns found in the trace, held turns
-    std::uint64_t steps_ = 0;  // model steps applied so far; schedules name faults by it
+    std::uint64_t steps_ = 0;                // model steps applied so far; schedules name faults by it
     // One outcome per kind of caller, reused step after step (a request step may start offloads
     // and faults while its own outcome is still read).
     model::StepOutcome request_outcome_;

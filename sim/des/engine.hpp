@@ -8,14 +8,14 @@
 #include <string>
 
 #include "sim/report/metrics.hpp"
-#include "sim/scenario/scenario.hpp"
 #include "sim/report/timeline.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace kvcheck::sim {
 
 struct RunOptions {
-    std::string policy;       // "" = the scenario's policy
-    std::uint64_t seed = 0;   // 0 = the scenario's seed
+    std::string policy;      // "" = the scenario's policy
+    std::uint64_t seed = 0;  // 0 = the scenario's seed
     bool seed_given = false;
     std::string schedules_dir;  // export replay schedules of resumed requests here ("" = none)
     // Called now and then with (requests finished, events); for progress lines.

@@ -42,7 +42,8 @@ FaultInjector::FaultInjector(const Scenario& scenario, Rng rng, const model::Wor
         if (f.at_request) aimed_.push_back({*f.at_request, slot, f.action, f.count, entry});
     }
     for (std::size_t k = 0; k < rate_entries_.size(); ++k)
-        for (const auto& entry : rate_entries_[k]) rate_mixed_[k] = rate_mixed_[k] || entry.second != rate_entries_[k].front().second;
+        for (const auto& entry : rate_entries_[k])
+            rate_mixed_[k] = rate_mixed_[k] || entry.second != rate_entries_[k].front().second;
 }
 
 void FaultInjector::schedule_timed(const std::function<void(std::uint64_t, std::uint32_t)>& at) {
@@ -61,12 +62,14 @@ std::vector<std::string> FaultInjector::unfired() const {
         if (!t.acted) {
             char ms[32];
             std::snprintf(ms, sizeof ms, "%.9g", t.spec.at_ns ? static_cast<double>(*t.spec.at_ns) / 1e6 : 0.0);
-            const std::string when = t.spec.at_event ? "at_event " + std::to_string(*t.spec.at_event) : "at_ms " + std::string(ms);
+            const std::string when =
+                t.spec.at_event ? "at_event " + std::to_string(*t.spec.at_event) : "at_ms " + std::string(ms);
             out.emplace_back(t.entry, name(t.entry, t.spec.fault, when));
         }
     for (const Aimed& a : aimed_) {
         if (a.acted) continue;
-        const model::FaultClass fault = a.slot == kTimeoutSlot ? model::FaultClass::F2 : static_cast<model::FaultClass>(a.slot);
+        const model::FaultClass fault =
+            a.slot == kTimeoutSlot ? model::FaultClass::F2 : static_cast<model::FaultClass>(a.slot);
         out.emplace_back(a.entry, name(a.entry, fault, "at_request " + std::to_string(a.uid)));
     }
     std::sort(out.begin(), out.end());
@@ -125,7 +128,8 @@ std::optional<FaultAction> FaultInjector::roll_held(std::size_t slot, std::uint3
     if (!action) return roll_rate(slot);
     // A transfer's outcome (F2, F4, F9) always takes effect; the other classes act through a step.
     const bool transfer = slot == kTimeoutSlot || slot == static_cast<std::size_t>(model::FaultClass::F2) ||
-                          slot == static_cast<std::size_t>(model::FaultClass::F4) || slot == static_cast<std::size_t>(model::FaultClass::F9);
+                          slot == static_cast<std::size_t>(model::FaultClass::F4) ||
+                          slot == static_cast<std::size_t>(model::FaultClass::F9);
     if (transfer) mark_held();
     return action;
 }
@@ -141,7 +145,9 @@ namespace {
 bool on_segment(const model::World& world, const Step& step) {
     return model::target_of(step.kind) == model::StepTarget::segment && step.target < world.segments.size();
 }
-std::uint64_t damage_key(const model::World& world, std::uint32_t id) { return (std::uint64_t{id} << 32) | world.segments[id].epoch; }
+std::uint64_t damage_key(const model::World& world, std::uint32_t id) {
+    return (std::uint64_t{id} << 32) | world.segments[id].epoch;
+}
 }  // namespace
 
 bool FaultInjector::damaged(const Step& step) const {
@@ -164,15 +170,19 @@ void FaultInjector::by_recency(StepKind kind, Form form, FaultTarget target, Pro
     for (std::uint32_t id : ids_) out.steps.push_back({kind, id, 0});
 }
 
-void FaultInjector::global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, Proposal& out) {
+void FaultInjector::global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed,
+                           Proposal& out) {
     switch (fault) {
         case model::FaultClass::F1: by_recency(StepKind::interrupt_eviction, Form::compressed_kv, target, out); break;
         case model::FaultClass::F3: by_recency(StepKind::skew_index, Form::indexer_state, target, out); break;
         case model::FaultClass::F5: {
             // Unless the entry names one: alternately a weights change and a layout change of the first group.
-            const bool weights = action == FaultAction::weights || (action == FaultAction::usual && version_changes_++ % 2 == 0);
-            if (weights) out.steps.push_back({StepKind::bump_model_version, 0, 0});
-            else out.steps.push_back({StepKind::change_layout, model::primary_group(world_), 0});
+            const bool weights =
+                action == FaultAction::weights || (action == FaultAction::usual && version_changes_++ % 2 == 0);
+            if (weights)
+                out.steps.push_back({StepKind::bump_model_version, 0, 0});
+            else
+                out.steps.push_back({StepKind::change_layout, model::primary_group(world_), 0});
             break;
         }
         case model::FaultClass::F10: under_graph(kNone, action, out); break;
@@ -181,7 +191,8 @@ void FaultInjector::global(model::FaultClass fault, FaultAction action, FaultTar
     }
 }
 
-void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, Proposal& out) const {
+void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan,
+                        Proposal& out) const {
     // The planned segments the fault can act on now, in plan order (pinned ones are out of its
     // reach: the model does not enable a step on them).
     for (std::size_t i = 0; i < plan.size(); ++i) {
@@ -204,7 +215,8 @@ void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::
                 const bool last = i + 1 >= plan.size() || plan[i + 1].group != e.group;
                 const bool alone = last && (i == 0 || plan[i - 1].group != e.group);
                 const bool extent = world_.segments[e.segment].units() > 1;
-                if (e.form == Form::swa_window && (!last || (alone && extent))) step = Step{StepKind::evict, e.segment, 0};
+                if (e.form == Form::swa_window && (!last || (alone && extent)))
+                    step = Step{StepKind::evict, e.segment, 0};
                 break;
             }
             case model::FaultClass::F6: step = Step{step_of(action, StepKind::evict), e.segment, 0}; break;
@@ -219,7 +231,8 @@ void FaultInjector::aim(model::FaultClass fault, FaultAction action, const std::
 
 bool FaultInjector::propose(Opportunity& at, Proposal& out) {
     using model::FaultClass;
-    static constexpr std::array<FaultClass, 5> kBeforeLookup{FaultClass::F1, FaultClass::F3, FaultClass::F8, FaultClass::F11, FaultClass::F5};
+    static constexpr std::array<FaultClass, 5> kBeforeLookup{FaultClass::F1, FaultClass::F3, FaultClass::F8,
+                                                             FaultClass::F11, FaultClass::F5};
     static constexpr std::array<FaultClass, 2> kAfterLookup{FaultClass::F6, FaultClass::F7};
     for (;;) {
         out.steps.clear();
@@ -244,7 +257,8 @@ bool FaultInjector::propose(Opportunity& at, Proposal& out) {
             case Moment::after_lookup: {
                 if (k >= kAfterLookup.size()) return false;
                 out.fault = kAfterLookup[k];
-                if (const std::optional<FaultAction> action = roll(out.fault, r)) aim(out.fault, *action, world_.requests[r].plan, out);
+                if (const std::optional<FaultAction> action = roll(out.fault, r))
+                    aim(out.fault, *action, world_.requests[r].plan, out);
                 break;
             }
             case Moment::after_decode:
@@ -284,7 +298,8 @@ StepKind FaultInjector::io_outcome(const model::IoOp& op) {
     const std::uint32_t request = op.kind == model::IoKind::load ? op.request : kNone;
     // A partial firing on an offload is an error: the GPU copy stays, as after any failed offload.
     if (const std::optional<FaultAction> action = roll(model::FaultClass::F2, request))
-        return *action == FaultAction::partial && op.kind == model::IoKind::load ? StepKind::partial_load : StepKind::io_fail;
+        return *action == FaultAction::partial && op.kind == model::IoKind::load ? StepKind::partial_load
+                                                                                 : StepKind::io_fail;
     if (op.kind == model::IoKind::load && roll(model::FaultClass::F9, request)) return StepKind::misaligned_reload;
     return StepKind::io_complete;
 }

@@ -36,12 +36,14 @@ public:
     enum class Moment : std::uint8_t { before_lookup, after_lookup, after_decode, scheduled };
     struct Opportunity {
         Moment moment;
-        std::uint32_t subject;  // the request slot (kNone: none), or the scheduled entry's index
+        std::uint32_t subject;   // the request slot (kNone: none), or the scheduled entry's index
         std::uint32_t next = 0;  // the next class of the moment to roll
     };
-    static Opportunity before_lookup(std::uint32_t request) { return {Moment::before_lookup, request}; }  // F1, F3, F8, F11, F5
-    static Opportunity after_lookup(std::uint32_t request) { return {Moment::after_lookup, request}; }    // F6, F7
-    static Opportunity after_decode(std::uint32_t request) { return {Moment::after_decode, request}; }    // F10
+    static Opportunity before_lookup(std::uint32_t request) {
+        return {Moment::before_lookup, request};
+    }  // F1, F3, F8, F11, F5
+    static Opportunity after_lookup(std::uint32_t request) { return {Moment::after_lookup, request}; }  // F6, F7
+    static Opportunity after_decode(std::uint32_t request) { return {Moment::after_decode, request}; }  // F10
     static Opportunity scheduled(std::uint32_t index) { return {Moment::scheduled, index}; }
 
     FaultInjector(const Scenario& scenario, Rng rng, const model::World& world);
@@ -57,8 +59,8 @@ public:
     // firing's target is damaged (no later scheduled firing picks it while it is unchanged).
     void acted(const Proposal& proposal, const model::Step& step);
 
-    model::StepKind io_outcome(const model::IoOp& op);                // F2 (error or partial), F9
-    std::uint64_t late_io_ns(const model::IoOp& op);                  // F4
+    model::StepKind io_outcome(const model::IoOp& op);  // F2 (error or partial), F9
+    std::uint64_t late_io_ns(const model::IoOp& op);    // F4
     // F2 timeout, at a transfer's start: how long until the hung transfer fails (0: it does not hang).
     std::uint64_t timeout_io_ns(const model::IoOp& op) { return timeouts_ ? roll_timeout(op) : 0; }
     // The scheduled and aimed entries that never acted, as "/faults/N (F6 at_request 40)": never
@@ -66,16 +68,19 @@ public:
     std::vector<std::string> unfired() const;
 
 private:
-    model::Scratch scratch_;  // the previews' lookups
+    model::Scratch scratch_;          // the previews' lookups
     std::vector<std::uint32_t> ids_;  // the model's candidate answers
     // Each fault class draws at its own opportunities, and F2's timeouts at transfer starts, not
     // completions: they count apart, in a slot after the classes'.
     static constexpr std::size_t kTimeoutSlot = model::kFaultClassCount;
     static constexpr std::size_t kSlotCount = model::kFaultClassCount + 1;
     static std::size_t slot_of(model::FaultClass fault, FaultAction action) {
-        return fault == model::FaultClass::F2 && action == FaultAction::timeout ? kTimeoutSlot : static_cast<std::size_t>(fault);
+        return fault == model::FaultClass::F2 && action == FaultAction::timeout ? kTimeoutSlot
+                                                                                : static_cast<std::size_t>(fault);
     }
-    std::optional<FaultAction> roll(model::FaultClass fault, std::uint32_t request) { return roll(static_cast<std::size_t>(fault), request); }
+    std::optional<FaultAction> roll(model::FaultClass fault, std::uint32_t request) {
+        return roll(static_cast<std::size_t>(fault), request);
+    }
     // Whether the slot fires at this opportunity, and how: a firing aimed at its request, an
     // armed one, or the rate (the only one that draws, so aimed and armed firings leave the
     // random stream alone). Inline for the usual case, a rate alone: it runs at every transfer.
@@ -95,7 +100,8 @@ private:
     std::optional<FaultAction> aimed_at(std::size_t slot, std::uint32_t request);
     FaultAction rate_action(std::size_t slot);
     // Each of these appends the firing's candidate steps to out.steps.
-    void aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan, Proposal& out) const;
+    void aim(model::FaultClass fault, FaultAction action, const std::vector<model::PlanEntry>& plan,
+             Proposal& out) const;
     // A firing of no request (a scheduled one, or F5's rate): `timed` is the scheduled entry
     // (kNone for a rate firing), which a firing that waits for its next opportunity arms.
     void global(model::FaultClass fault, FaultAction action, FaultTarget target, std::uint32_t timed, Proposal& out);

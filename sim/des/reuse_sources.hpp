@@ -35,7 +35,9 @@ public:
         ranges_[0].clear();
         ranges_[1].clear();
         for (const model::PlanEntry& e : q.plan) {
-            if (e.segment >= marks_.size() || marks_[e.segment].uid_plus_1 != uid + 1 || marks_[e.segment].epoch != e.epoch) continue;
+            if (e.segment >= marks_.size() || marks_[e.segment].uid_plus_1 != uid + 1 ||
+                marks_[e.segment].epoch != e.epoch)
+                continue;
             const std::uint32_t end = std::min(e.end, q.resume_len);
             if (e.start < end) ranges_[marks_[e.segment].tier].emplace_back(e.start, end);
         }
@@ -67,8 +69,8 @@ private:
         return n;
     }
 
-    std::vector<Mark> marks_;         // by segment id: the last completed load of it for a request
-    std::array<Ranges, 2> ranges_;    // count_read's scratch, by tier (0 host, 1 disk)
+    std::vector<Mark> marks_;       // by segment id: the last completed load of it for a request
+    std::array<Ranges, 2> ranges_;  // count_read's scratch, by tier (0 host, 1 disk)
 };
 
 }  // namespace kvcheck::sim

@@ -7,8 +7,8 @@
 
 #include "model/core.hpp"
 #include "model/walk.hpp"
-#include "sim/io/files.hpp"
 #include "sim/format/schedule.hpp"
+#include "sim/io/files.hpp"
 #include "sim/io/json_fields.hpp"
 
 namespace kvcheck::sim {
@@ -19,7 +19,8 @@ int token_at(const model::RequestSpec& spec, std::uint32_t position) {
 
 ScheduleExporter::ScheduleExporter(std::string dir, const Scenario& scenario, std::string policy, std::uint64_t seed,
                                    std::uint32_t max_schedules)
-    : dir_(std::move(dir)), scenario_(scenario.name), policy_(std::move(policy)), seed_(seed), max_schedules_(max_schedules) {
+    : dir_(std::move(dir)), scenario_(scenario.name), policy_(std::move(policy)), seed_(seed),
+      max_schedules_(max_schedules) {
     ensure_directory(dir_);
     remove_schedules(dir_);
 }
@@ -34,7 +35,8 @@ void remove_schedules(const std::string& dir) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        if (entry.is_regular_file(ec) && name.starts_with("request-") && name.ends_with(".json")) remove_stale(entry.path().string());
+        if (entry.is_regular_file(ec) && name.starts_with("request-") && name.ends_with(".json"))
+            remove_stale(entry.path().string());
     }
 }
 
@@ -47,8 +49,8 @@ constexpr std::size_t kFaultNotesKept = 8;
 
 }  // namespace
 
-void ScheduleExporter::note_fault(const model::World& w, const model::Step& step, model::FaultClass fault, const std::string& what,
-                                  std::uint64_t step_number) {
+void ScheduleExporter::note_fault(const model::World& w, const model::Step& step, model::FaultClass fault,
+                                  const std::string& what, std::uint64_t step_number) {
     FaultNote note{step_number, std::string(model::fault_name(fault)) + " " + what};
     std::uint32_t segment = model::kNone;
     switch (step.kind) {
@@ -60,8 +62,9 @@ void ScheduleExporter::note_fault(const model::World& w, const model::Step& step
         default: segment = step.target; break;
     }
     std::vector<FaultNote>& notes =
-        segment == model::kNone ? global_faults_
-                                 : faults_[{w.segments[segment].group, w.segments[segment].is_tail, w.segments[segment].key}];
+        segment == model::kNone
+            ? global_faults_
+            : faults_[{w.segments[segment].group, w.segments[segment].is_tail, w.segments[segment].key}];
     if (notes.size() == kFaultNotesKept) notes.erase(notes.begin());
     notes.push_back(std::move(note));
 }
@@ -98,10 +101,16 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
         read.end = static_cast<int>(e.end);
         if (f.present && e.slot != model::kNone) {
             const model::Slot& slot = w.slots[e.slot];
-            const std::uint32_t writer = slot.owner != model::kNone ? slot.owner : (f.epoch_ok ? e.segment : model::kNone);
+            const std::uint32_t writer =
+                slot.owner != model::kNone ? slot.owner : (f.epoch_ok ? e.segment : model::kNone);
             if (f.expected == f.actual) {
-                read.source = replay::Source{out.tokens, true, e.form == model::Form::linear_state ? 0 : static_cast<int>(e.start),
-                                             static_cast<int>(e.end), w.kv_version, w.current_layout(e.group), w.kv_version};
+                read.source = replay::Source{out.tokens,
+                                             true,
+                                             e.form == model::Form::linear_state ? 0 : static_cast<int>(e.start),
+                                             static_cast<int>(e.end),
+                                             w.kv_version,
+                                             w.current_layout(e.group),
+                                             w.kv_version};
             } else if (writer != model::kNone && specs_.count(w.owner_uid(w.segments[writer])) != 0) {
                 const model::Segment& ws = w.segments[writer];
                 const model::RequestSpec& by = *specs_.at(w.owner_uid(ws));
@@ -114,17 +123,26 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
                 std::uint64_t index_version = ws.kv_version;
                 if (ws.form == model::Form::indexer_state) {
                     const auto kv_group = static_cast<std::uint8_t>(w.group(ws.group).indexed_group);
-                    const std::uint32_t kv = model::covering_entry(w, by, kv_group, start + w.group(ws.group).block_tokens);
-                    if (kv == model::kNone || w.segments[kv].data_version() != ws.indexed_version()) index_version += 1000;
+                    const std::uint32_t kv =
+                        model::covering_entry(w, by, kv_group, start + w.group(ws.group).block_tokens);
+                    if (kv == model::kNone || w.segments[kv].data_version() != ws.indexed_version())
+                        index_version += 1000;
                 }
-                read.source = replay::Source{tokens_of(by, end), false, static_cast<int>(start), static_cast<int>(end), ws.kv_version,
-                                             ws.layout_id, index_version};
-                if (slot.content == 0) read.damage = replay::Damage::unwritten;
-                else if (!ws.whole) read.damage = ws.stage == model::Stage::evicting ? replay::Damage::lost_half : replay::Damage::lost_block;
-                else if (!f.aligned) read.damage = replay::Damage::misaligned;
-                else if (torn_.count({writer, ws.epoch}) != 0) read.damage = replay::Damage::torn;
+                read.source = replay::Source{tokens_of(by, end),    false,         static_cast<int>(start),
+                                             static_cast<int>(end), ws.kv_version, ws.layout_id,
+                                             index_version};
+                if (slot.content == 0)
+                    read.damage = replay::Damage::unwritten;
+                else if (!ws.whole)
+                    read.damage =
+                        ws.stage == model::Stage::evicting ? replay::Damage::lost_half : replay::Damage::lost_block;
+                else if (!f.aligned)
+                    read.damage = replay::Damage::misaligned;
+                else if (torn_.count({writer, ws.epoch}) != 0)
+                    read.damage = replay::Damage::torn;
             }
-            if (f.present && loaded_.count({e.segment, e.epoch}) != 0) read.transport = {replay::Transport::offload, replay::Transport::load};
+            if (f.present && loaded_.count({e.segment, e.epoch}) != 0)
+                read.transport = {replay::Transport::offload, replay::Transport::load};
         }
         // The content this read should hold, and the content its segment holds when that differs.
         const auto note_touched = [&](std::uint8_t group, bool tail, std::uint64_t key) {
@@ -136,15 +154,17 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
             const model::Segment& held = w.segments[e.segment];
             note_touched(held.group, held.is_tail, held.key);
         }
-        stale_config = stale_config || (read.source && (read.source->weights_version != w.kv_version ||
-                                                        read.source->layout != static_cast<int>(w.current_layout(e.group))));
+        stale_config =
+            stale_config || (read.source && (read.source->weights_version != w.kv_version ||
+                                             read.source->layout != static_cast<int>(w.current_layout(e.group))));
         out.reads.push_back(std::move(read));
     }
     if (stale_config) touched.insert(touched.end(), global_faults_.begin(), global_faults_.end());
     std::sort(touched.begin(), touched.end(), [](const FaultNote& a, const FaultNote& b) { return a.step < b.step; });
-    touched.erase(std::unique(touched.begin(), touched.end(),
-                              [](const FaultNote& a, const FaultNote& b) { return a.step == b.step && a.what == b.what; }),
-                  touched.end());
+    touched.erase(
+        std::unique(touched.begin(), touched.end(),
+                    [](const FaultNote& a, const FaultNote& b) { return a.step == b.step && a.what == b.what; }),
+        touched.end());
     for (const FaultNote& note : touched) {
         out.faults.push_back(note.what);
         out.events.push_back({note.step, note.what});
@@ -154,7 +174,8 @@ void ScheduleExporter::export_read(const model::World& w, std::uint32_t r, const
         out.layouts.push_back(static_cast<int>(w.current_layout(g)));
     }
     for (const model::Violation& v : violations) {
-        if (std::find(out.oracle_invariants.begin(), out.oracle_invariants.end(), v.invariant) == out.oracle_invariants.end())
+        if (std::find(out.oracle_invariants.begin(), out.oracle_invariants.end(), v.invariant) ==
+            out.oracle_invariants.end())
             out.oracle_invariants.push_back(v.invariant);
         out.oracle_corrupt = out.oracle_corrupt || model::corrupts_output(v.invariant);
     }

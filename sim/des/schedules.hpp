@@ -36,8 +36,8 @@ public:
     void remember(const std::shared_ptr<const model::RequestSpec>& spec);
     // A fault just applied: `step` is the n-th model step of the run (from 1). It is kept for the
     // content it touched, so a later schedule that reads that content lists it.
-    void note_fault(const model::World& world, const model::Step& step, model::FaultClass fault, const std::string& what,
-                    std::uint64_t step_number);
+    void note_fault(const model::World& world, const model::Step& step, model::FaultClass fault,
+                    const std::string& what, std::uint64_t step_number);
     void note_loaded(std::uint32_t segment, std::uint32_t epoch);
     // A load that delivered only part of the segment and was taken as complete (F2 partial).
     void note_torn(std::uint32_t segment, std::uint32_t epoch);

@@ -32,11 +32,14 @@ std::uint64_t export_steps(const Scenario& s, const model::Defenses& defenses, S
         const model::IoOp op = on_io && step.target < w.io.size() ? w.io[step.target] : model::IoOp{};
         driver.step(w, step);
         if (fault) exporter.note_fault(w, step, *fault, what, number);
-        const bool loaded = on_io && op.live && op.kind == model::IoKind::load && w.segments[op.segment].stage != model::Stage::on_disk &&
+        const bool loaded = on_io && op.live && op.kind == model::IoKind::load &&
+                            w.segments[op.segment].stage != model::Stage::on_disk &&
                             step.kind != model::StepKind::io_fail;
         if (loaded) exporter.note_loaded(op.segment, w.segments[op.segment].epoch);
-        if (loaded && step.kind == model::StepKind::partial_load) exporter.note_torn(op.segment, w.segments[op.segment].epoch);
-        if (step.kind == model::StepKind::read && w.requests[step.target].resume_len > 0) exporter.export_read(w, step.target, driver.facts(), driver.violations());
+        if (loaded && step.kind == model::StepKind::partial_load)
+            exporter.note_torn(op.segment, w.segments[op.segment].epoch);
+        if (step.kind == model::StepKind::read && w.requests[step.target].resume_len > 0)
+            exporter.export_read(w, step.target, driver.facts(), driver.violations());
     }
     return number;
 }
@@ -54,9 +57,11 @@ RunResult run_steps(const Scenario& s, const RunOptions& o) {
         throw InputError(s.path, "/scope/requests", warm_up.what());
     }
     if (!trail.valid)
-        throw InputError(s.path, "/steps/" + std::to_string(trail.steps_applied), "this step is not enabled at that point of the trail (the scenario does not replay)");
+        throw InputError(s.path, "/steps/" + std::to_string(trail.steps_applied),
+                         "this step is not enabled at that point of the trail (the scenario does not replay)");
     for (const model::Violation& v : trail.violations) {
-        if (result.metrics.invariant_violations[v.invariant]++ == 0) result.metrics.first_violation[v.invariant] = v.message;
+        if (result.metrics.invariant_violations[v.invariant]++ == 0)
+            result.metrics.first_violation[v.invariant] = v.message;
         if (model::corrupts_output(v.invariant)) result.metrics.silent_corruptions = 1;
     }
     result.metrics.events = trail.steps_applied;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <fstream>
 #include <initializer_list>
-#include <string_view>
 #include <sstream>
+#include <string_view>
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_fields.hpp"
@@ -31,7 +31,8 @@ bool Read::moved() const { return std::find(transport.begin(), transport.end(), 
 
 namespace {
 
-constexpr Damage kAllDamage[] = {Damage::none, Damage::unwritten, Damage::lost_half, Damage::lost_block, Damage::misaligned, Damage::torn};
+constexpr Damage kAllDamage[] = {Damage::none,       Damage::unwritten,  Damage::lost_half,
+                                 Damage::lost_block, Damage::misaligned, Damage::torn};
 
 class Parser {
 public:
@@ -49,13 +50,15 @@ public:
 
     // A key outside `keys` is refused: it is usually a typo of an optional field, which would
     // otherwise be replayed with its default.
-    void known_keys(const json& object, const std::string& pointer, std::initializer_list<std::string_view> keys) const {
+    void known_keys(const json& object, const std::string& pointer,
+                    std::initializer_list<std::string_view> keys) const {
         if (!object.is_object()) fail(pointer, "expected an object");
         for (const auto& [key, value] : object.items()) {
             if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
             std::string expected;
             for (std::string_view k : keys) expected += (expected.empty() ? "" : ", ") + std::string(k);
-            fail(pointer + "/" + sim::pointer_escape(key), "unknown key \"" + key + "\" (expected one of " + expected + ")");
+            fail(pointer + "/" + sim::pointer_escape(key),
+                 "unknown key \"" + key + "\" (expected one of " + expected + ")");
         }
     }
 
@@ -71,7 +74,8 @@ public:
             fail(pointer, "must be at most " + std::to_string(high));
         const auto x = value.get<std::int64_t>();
         if (x < low || x > high)
-            fail(pointer, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + std::to_string(x));
+            fail(pointer,
+                 "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + std::to_string(x));
         return x;
     }
 
@@ -111,10 +115,13 @@ public:
     }
 
     // A token range [start, end) within `limit` tokens; a linear state may be empty (start == end).
-    void range(const json& object, const std::string& pointer, int limit, bool allow_empty, int& start, int& end) const {
+    void range(const json& object, const std::string& pointer, int limit, bool allow_empty, int& start,
+               int& end) const {
         start = small(member(object, pointer, "start"), pointer + "/start", 0, kMaxTokens);
         end = small(member(object, pointer, "end"), pointer + "/end", 0, kMaxTokens);
-        if (end > limit) fail(pointer + "/end", "end " + std::to_string(end) + " lies beyond the " + std::to_string(limit) + " tokens");
+        if (end > limit)
+            fail(pointer + "/end",
+                 "end " + std::to_string(end) + " lies beyond the " + std::to_string(limit) + " tokens");
         if (start > end || (start == end && !allow_empty))
             fail(pointer + "/start", "start " + std::to_string(start) + " must be below end " + std::to_string(end));
     }
@@ -131,8 +138,9 @@ model::CacheGroup Parser::group(const json& value, const std::string& p, std::si
     model::CacheGroup g;
     // layers, bytes_per_token_layer, state_bytes_layer and layout_id describe the engine's model;
     // the tiny model has its own dimensions, but they are kept so a schedule reads back whole.
-    known_keys(value, p, {"name", "kind", "layers", "block_tokens", "segment_tokens", "window_tokens", "compress_ratio",
-                          "bytes_per_token_layer", "state_bytes_layer", "indexer_top_k", "indexed_group", "layout_id"});
+    known_keys(value, p,
+               {"name", "kind", "layers", "block_tokens", "segment_tokens", "window_tokens", "compress_ratio",
+                "bytes_per_token_layer", "state_bytes_layer", "indexer_top_k", "indexed_group", "layout_id"});
     const json* name = optional_member(value, p, "name");
     g.name = name != nullptr ? text(*name, p + "/name") : "group" + std::to_string(index);
     const std::string kind = text(member(value, p, "kind"), p + "/kind");
@@ -143,7 +151,8 @@ model::CacheGroup Parser::group(const json& value, const std::string& p, std::si
         const json* v = optional_member(value, p, key);
         return v == nullptr ? fallback : small(*v, p + "/" + key, low, kMaxTokens);
     };
-    g.block_tokens = static_cast<std::uint32_t>(small(member(value, p, "block_tokens"), p + "/block_tokens", 1, kMaxTokens));
+    g.block_tokens =
+        static_cast<std::uint32_t>(small(member(value, p, "block_tokens"), p + "/block_tokens", 1, kMaxTokens));
     g.segment_tokens = static_cast<std::uint32_t>(number("segment_tokens", static_cast<int>(g.block_tokens), 1));
     g.window_tokens = static_cast<std::uint32_t>(number("window_tokens", 0, 0));
     g.compress_ratio = static_cast<std::uint32_t>(number("compress_ratio", 1, 1));
@@ -183,7 +192,8 @@ void Parser::check_groups(const std::vector<model::CacheGroup>& groups, const st
         const model::CacheGroup& kv = groups[static_cast<std::size_t>(g.indexed_group)];
         if (kv.kind != model::GroupKind::full) fail(p + "/indexed_group", "must name a full group");
         if (kv.block_tokens != g.block_tokens || kv.segment_tokens != kv.block_tokens)
-            fail(p + "/indexed_group", "the indexed group needs segment_tokens == block_tokens == the indexer's block_tokens");
+            fail(p + "/indexed_group",
+                 "the indexed group needs segment_tokens == block_tokens == the indexer's block_tokens");
     }
 }
 
@@ -226,8 +236,9 @@ Read Parser::read(const json& value, const std::string& p, const Schedule& s) co
         src.weights_version = unsigned_integer(member(source, sp, "weights_version"), sp + "/weights_version");
         src.layout = small(member(source, sp, "layout"), sp + "/layout", 0, 65535);
         const json* index_version = optional_member(source, sp, "index_weights_version");
-        src.index_weights_version =
-            index_version == nullptr ? src.weights_version : unsigned_integer(*index_version, sp + "/index_weights_version");
+        src.index_weights_version = index_version == nullptr
+                                        ? src.weights_version
+                                        : unsigned_integer(*index_version, sp + "/index_weights_version");
         r.source = std::move(src);
     }
     if (const json* transport = optional_member(value, p, "transport")) {
@@ -240,7 +251,8 @@ Read Parser::read(const json& value, const std::string& p, const Schedule& s) co
     }
     if (const json* damage = optional_member(value, p, "damage")) {
         const std::string name = text(*damage, p + "/damage");
-        const auto* it = std::find_if(std::begin(kAllDamage), std::end(kAllDamage), [&](Damage d) { return damage_name(d) == name; });
+        const auto* it = std::find_if(std::begin(kAllDamage), std::end(kAllDamage),
+                                      [&](Damage d) { return damage_name(d) == name; });
         if (it == std::end(kAllDamage)) fail(p + "/damage", "unknown damage '" + name + "'");
         r.damage = *it;
     }
@@ -253,8 +265,9 @@ Schedule parse_schedule(const json& doc, const std::string& file) {
     const Parser in(file);
     Schedule s;
     s.file = file;
-    in.known_keys(doc, "", {"schema", "scenario", "policy", "seed", "request", "model", "weights_version", "layouts", "tokens",
-                            "resume_len", "prefill_chunk_tokens", "decode_steps", "reads", "events", "faults", "oracle"});
+    in.known_keys(doc, "",
+                  {"schema", "scenario", "policy", "seed", "request", "model", "weights_version", "layouts", "tokens",
+                   "resume_len", "prefill_chunk_tokens", "decode_steps", "reads", "events", "faults", "oracle"});
     const std::string schema = in.text(in.member(doc, "", "schema"), "/schema");
     if (schema != "kvcheck.schedule/1") in.fail("/schema", "expected \"kvcheck.schedule/1\", got \"" + schema + "\"");
     if (const json* v = in.optional_member(doc, "", "scenario")) s.scenario = in.text(*v, "/scenario");
@@ -278,21 +291,25 @@ Schedule parse_schedule(const json& doc, const std::string& file) {
     if (layouts.size() != s.groups.size())
         in.fail("/layouts", "expected one layout per group (" + std::to_string(s.groups.size()) + "), got " +
                                 std::to_string(layouts.size()));
-    for (std::size_t i = 0; i < layouts.size(); ++i) s.layouts.push_back(in.small(layouts[i], "/layouts/" + std::to_string(i), 0, 65535));
+    for (std::size_t i = 0; i < layouts.size(); ++i)
+        s.layouts.push_back(in.small(layouts[i], "/layouts/" + std::to_string(i), 0, 65535));
     s.tokens = in.tokens(in.member(doc, "", "tokens"), "/tokens");
     if (s.tokens.empty()) in.fail("/tokens", "a prompt needs at least one token");
     // Engines always recompute the prompt's last token to get its logits.
     s.resume_len = in.small(in.member(doc, "", "resume_len"), "/resume_len", 0, static_cast<int>(s.tokens.size()) - 1);
-    s.prefill_chunk_tokens = in.small(in.member(doc, "", "prefill_chunk_tokens"), "/prefill_chunk_tokens", 1, kMaxTokens);
+    s.prefill_chunk_tokens =
+        in.small(in.member(doc, "", "prefill_chunk_tokens"), "/prefill_chunk_tokens", 1, kMaxTokens);
     s.decode_steps = in.small(in.member(doc, "", "decode_steps"), "/decode_steps", 0, kMaxDecodeSteps);
     const json& reads = in.array(in.member(doc, "", "reads"), "/reads", kMaxReads);
-    for (std::size_t i = 0; i < reads.size(); ++i) s.reads.push_back(in.read(reads[i], "/reads/" + std::to_string(i), s));
+    for (std::size_t i = 0; i < reads.size(); ++i)
+        s.reads.push_back(in.read(reads[i], "/reads/" + std::to_string(i), s));
     if (const json* events = in.optional_member(doc, "", "events")) {
         for (std::size_t i = 0; i < in.array(*events, "/events", 1u << 20).size(); ++i) {
             const json& e = (*events)[i];
             const std::string p = "/events/" + std::to_string(i);
             in.known_keys(e, p, {"step", "what"});
-            s.events.push_back({in.unsigned_integer(in.member(e, p, "step"), p + "/step"), in.text(in.member(e, p, "what"), p + "/what")});
+            s.events.push_back({in.unsigned_integer(in.member(e, p, "step"), p + "/step"),
+                                in.text(in.member(e, p, "what"), p + "/what")});
         }
     }
     if (const json* faults = in.optional_member(doc, "", "faults")) s.faults = in.strings(*faults, "/faults");
@@ -301,7 +318,8 @@ Schedule parse_schedule(const json& doc, const std::string& file) {
     const json& corrupt = in.member(oracle, "/oracle", "corrupt");
     if (!corrupt.is_boolean()) in.fail("/oracle/corrupt", "expected true or false");
     s.oracle_corrupt = corrupt.get<bool>();
-    if (const json* v = in.optional_member(oracle, "/oracle", "invariants")) s.oracle_invariants = in.strings(*v, "/oracle/invariants");
+    if (const json* v = in.optional_member(oracle, "/oracle", "invariants"))
+        s.oracle_invariants = in.strings(*v, "/oracle/invariants");
     return s;
 }
 
@@ -325,7 +343,8 @@ json schedule_to_json(const Schedule& s) {
         for (Transport t : r.transport) transport.push_back(t == Transport::offload ? "offload" : "load");
         json source = nullptr;
         if (r.source)
-            source = {{"tokens", r.source->request && r.source->tokens == s.tokens ? json("request") : json(r.source->tokens)},
+            source = {{"tokens",
+                       r.source->request && r.source->tokens == s.tokens ? json("request") : json(r.source->tokens)},
                       {"start", r.source->start},
                       {"end", r.source->end},
                       {"weights_version", r.source->weights_version},

@@ -17,7 +17,7 @@ namespace kvcheck::replay {
 
 // Bounds on what a schedule may ask for. Traces hold prompts of over 100,000 tokens (the synthetic
 // conversation trace reaches 126,195), so the token bound leaves room for those.
-inline constexpr int kMaxTokens = 1 << 20;       // prompt and source token lists
+inline constexpr int kMaxTokens = 1 << 20;  // prompt and source token lists
 inline constexpr int kMaxDecodeSteps = 4096;
 inline constexpr int kMaxReads = 1 << 16;
 

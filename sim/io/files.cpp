@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
 #include <unistd.h>
 
 #include "model/core.hpp"
@@ -27,7 +28,7 @@ HeldSignals::~HeldSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 
 namespace {
 
-char guarded_path[4096];                 // the temporary file a signal removes
+char guarded_path[4096];  // the temporary file a signal removes
 volatile std::sig_atomic_t guarding = 0;
 
 extern "C" void remove_guarded_and_die(int signal) {
@@ -54,7 +55,9 @@ TemporaryFileGuard::~TemporaryFileGuard() {
     guarding = 0;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) { write_files_atomic({{path, text_writer(content)}}); }
+void write_file_atomic(const std::string& path, const std::string& content) {
+    write_files_atomic({{path, text_writer(content)}});
+}
 
 void write_files_atomic(const std::vector<std::pair<std::string, FileWriter>>& files) {
     for (const auto& file : files) {
@@ -108,7 +111,8 @@ void require_input_file(const std::string& path) {
     if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory, expected a file");
     if (!std::filesystem::exists(status)) throw InputError(path, "", "no such file");
     // A FIFO or a device would block or never end.
-    if (!std::filesystem::is_regular_file(status)) throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file");
+    if (!std::filesystem::is_regular_file(status))
+        throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file");
 }
 
 namespace {
@@ -119,7 +123,8 @@ void require_writable_folder(const std::string& path, std::filesystem::path fold
     std::error_code ec;
     if (folder.empty()) folder = ".";
     folder = std::filesystem::absolute(folder, ec);
-    while (!std::filesystem::exists(folder, ec) && folder.has_parent_path() && folder.parent_path() != folder) folder = folder.parent_path();
+    while (!std::filesystem::exists(folder, ec) && folder.has_parent_path() && folder.parent_path() != folder)
+        folder = folder.parent_path();
     if (!std::filesystem::is_directory(folder, ec))
         throw InputError(path, "", folder.string() + " is not a directory, so nothing can be written under it");
     if (::access(folder.c_str(), W_OK | X_OK) != 0)

@@ -2,14 +2,14 @@
 // crash or Ctrl-C never leaves a half-written report behind.
 #pragma once
 
-#include <signal.h>
-
 #include <functional>
 #include <iterator>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <signal.h>
 
 namespace kvcheck::sim {
 

@@ -12,9 +12,12 @@ namespace kvcheck::sim {
 std::string pointer_escape(const std::string& key) {
     std::string out;
     for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
     }
     return out;
 }
@@ -31,8 +34,10 @@ std::string json_type_name(const nlohmann::json& value) {
 
 Fields::Fields(const nlohmann::json& value, std::string pointer, Problems& problems)
     : pointer_(std::move(pointer)), problems_(problems) {
-    if (value.is_object()) object_ = &value;
-    else problems_.add(pointer_.empty() ? "/" : pointer_, "expected an object, got " + json_type_name(value));
+    if (value.is_object())
+        object_ = &value;
+    else
+        problems_.add(pointer_.empty() ? "/" : pointer_, "expected an object, got " + json_type_name(value));
 }
 
 bool Fields::has(const std::string& key) const { return object_ != nullptr && object_->contains(key); }
@@ -56,13 +61,15 @@ std::optional<std::uint64_t> Fields::optional_unsigned(const std::string& key, s
     }
     const auto x = v->get<std::uint64_t>();
     if (x < min || x > max) {
-        problems_.add(at(key), "expected a value in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + v->dump());
+        problems_.add(at(key), "expected a value in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                                   v->dump());
         return std::nullopt;
     }
     return x;
 }
 
-std::uint64_t Fields::unsigned_number(const std::string& key, std::uint64_t fallback, std::uint64_t min, std::uint64_t max) {
+std::uint64_t Fields::unsigned_number(const std::string& key, std::uint64_t fallback, std::uint64_t min,
+                                      std::uint64_t max) {
     return optional_unsigned(key, min, max).value_or(fallback);
 }
 
@@ -75,8 +82,8 @@ std::optional<double> Fields::optional_number(const std::string& key, double min
     }
     const double x = v->get<double>();
     if (!std::isfinite(x) || x < min || x > max) {
-        problems_.add(at(key), "expected a number in [" + nlohmann::json(min).dump() + ", " + nlohmann::json(max).dump() +
-                                   "], got " + v->dump());
+        problems_.add(at(key), "expected a number in [" + nlohmann::json(min).dump() + ", " +
+                                   nlohmann::json(max).dump() + "], got " + v->dump());
         return std::nullopt;
     }
     return x;
@@ -96,7 +103,8 @@ std::string Fields::text(const std::string& key, const std::string& fallback) {
     return v->get<std::string>();
 }
 
-std::string Fields::choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed) {
+std::string Fields::choice(const std::string& key, const std::string& fallback,
+                           const std::vector<std::string>& allowed) {
     const nlohmann::json* v = raw(key);
     if (v == nullptr) return fallback;
     std::string names;
@@ -225,7 +233,8 @@ std::string DuplicateKeys::pointer() const {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
-    if (const std::size_t nul = text.find('\0'); nul != std::string::npos) throw InputError(file, line_column(text, nul), kNulInJson);
+    if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+        throw InputError(file, line_column(text, nul), kNulInJson);
     try {
         DuplicateKeys duplicates;
         nlohmann::json value = nlohmann::json::parse(text, std::ref(duplicates));

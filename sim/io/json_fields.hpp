@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "model/preset.hpp"
-
 #include "sim/io/input_error.hpp"
 
 namespace kvcheck::sim {
@@ -24,7 +23,8 @@ struct Problems {
     void add(const std::string& pointer, const std::string& message) {
         // The value at `pointer` holds an overridden one, or lies inside one.
         const auto within = [](const std::string& inner, const std::string& outer) {
-            return !outer.empty() && inner.starts_with(outer) && (inner.size() == outer.size() || inner[outer.size()] == '/');
+            return !outer.empty() && inner.starts_with(outer) &&
+                   (inner.size() == outer.size() || inner[outer.size()] == '/');
         };
         for (const std::string& o : overridden)
             if (within(pointer, o) || within(o, pointer)) {

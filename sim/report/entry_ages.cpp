@@ -61,7 +61,8 @@ void DurationHistogram::merge(const DurationHistogram& other) {
 
 double DurationHistogram::quantile_ms(double fraction) const {
     if (count_ == 0) return 0.0;
-    const auto rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(fraction * static_cast<double>(count_))));
+    const auto rank =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(fraction * static_cast<double>(count_))));
     std::uint64_t seen = 0;
     for (std::size_t b = 0; b < kBounds; ++b) {
         seen += buckets_[b];
@@ -87,7 +88,8 @@ void EntryAges::depart(std::uint32_t id, model::Form form, std::uint64_t now_ns,
     ages[static_cast<std::size_t>(Age::idle_before_eviction)][f].add(now_ns - std::max(s.since_ns(), s.used_ns));
 }
 
-void EntryAges::after_step(const model::World& w, const model::StepOutcome& out, std::uint64_t now_ns, AgeHistograms& ages) {
+void EntryAges::after_step(const model::World& w, const model::StepOutcome& out, std::uint64_t now_ns,
+                           AgeHistograms& ages) {
     // Evictions and residency changes in the order they happened (Residency::after_evictions).
     std::size_t next = 0;
     const auto evictions_until = [&](std::size_t end) {

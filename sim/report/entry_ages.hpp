@@ -49,7 +49,8 @@ using AgeHistograms = std::array<std::array<DurationHistogram, model::kFormCount
 // release after an offload): its lifetime. Its idle time before it goes counts from its last
 // read in this stay, or from its arrival if none. A reuse gap is the time from the entry's
 // writing or last read to its next read, wherever its copy was in between (a load that brings it
-// back for a read is not a use; reads at the same instant are one). Entries still on the GPU at the end of the run give no lifetime.
+// back for a read is not a use; reads at the same instant are one). Entries still on the GPU at the end of the run give
+// no lifetime.
 class EntryAges {
 public:
     void after_step(const model::World& w, const model::StepOutcome& out, std::uint64_t now_ns, AgeHistograms& ages);

@@ -1,12 +1,12 @@
 // Metrics aggregation and the two machine-readable outputs (report.json, metrics.prom).
 #include "sim/report/metrics.hpp"
 
-#include "model/invariants.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
+
+#include "model/invariants.hpp"
 
 namespace kvcheck::sim {
 
@@ -45,8 +45,8 @@ void Metrics::sample_memory(const model::World& w) {
 namespace {
 
 nlohmann::json age_summary(const DurationHistogram& h) {
-    return {{"count", h.count()}, {"mean", h.mean_ms()}, {"p50", h.quantile_ms(0.5)}, {"p90", h.quantile_ms(0.9)},
-            {"p99", h.quantile_ms(0.99)}, {"max", h.max_ms()}};
+    return {{"count", h.count()},        {"mean", h.mean_ms()},        {"p50", h.quantile_ms(0.5)},
+            {"p90", h.quantile_ms(0.9)}, {"p99", h.quantile_ms(0.99)}, {"max", h.max_ms()}};
 }
 
 // Each age over all forms ("all") and by form, every form (zeros for one that has none), so that
@@ -79,7 +79,8 @@ std::map<std::string, std::map<std::string, std::uint64_t>> by_cause(const Metri
     std::map<std::string, std::map<std::string, std::uint64_t>> out;
     for (int c = 0; c < model::kEvictionCauseCount; ++c) {
         std::map<std::string, std::uint64_t> forms = by_form(m.evictions_by_cause[static_cast<std::size_t>(c)]);
-        if (!forms.empty()) out[std::string(model::eviction_cause_name(static_cast<model::EvictionCause>(c)))] = std::move(forms);
+        if (!forms.empty())
+            out[std::string(model::eviction_cause_name(static_cast<model::EvictionCause>(c)))] = std::move(forms);
     }
     return out;
 }
@@ -96,7 +97,8 @@ std::map<std::string, std::uint64_t> by_fault(const std::array<std::uint64_t, mo
 std::map<std::string, std::uint64_t> reuse_buckets(const Metrics& m) {
     std::map<std::string, std::uint64_t> out;
     for (std::size_t b = 0; b < kReuseBoundsPct.size(); ++b)
-        out[(b == 0 ? "" : std::to_string(kReuseBoundsPct[b - 1]) + "-") + std::to_string(kReuseBoundsPct[b])] = m.reads_by_reuse[b];
+        out[(b == 0 ? "" : std::to_string(kReuseBoundsPct[b - 1]) + "-") + std::to_string(kReuseBoundsPct[b])] =
+            m.reads_by_reuse[b];
     return out;
 }
 
@@ -106,7 +108,8 @@ std::map<std::string, std::map<std::string, std::uint64_t>> miss_tokens(const Me
     for (model::Form f : model::kAllForms)
         for (int r = 0; r < model::kMissReasonCount; ++r)
             if (const std::uint64_t n = m.miss_tokens[static_cast<std::size_t>(f)][static_cast<std::size_t>(r)]; n > 0)
-                out[std::string(model::form_name(f))][std::string(model::miss_reason_name(static_cast<model::MissReason>(r)))] = n;
+                out[std::string(model::form_name(f))]
+                   [std::string(model::miss_reason_name(static_cast<model::MissReason>(r)))] = n;
     return out;
 }
 
@@ -116,11 +119,14 @@ std::map<std::string, std::uint64_t> by_source(const Metrics& m) {
     return out;
 }
 
-double share(std::uint64_t part, std::uint64_t whole) { return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole); }
+double share(std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
 
 std::map<std::string, std::uint64_t> peaks(const Metrics& m) {
     std::map<std::string, std::uint64_t> out;
-    for (model::Form f : model::kAllForms) out[std::string(model::form_name(f))] = m.peak_form_bytes[static_cast<int>(f)];
+    for (model::Form f : model::kAllForms)
+        out[std::string(model::form_name(f))] = m.peak_form_bytes[static_cast<int>(f)];
     out["state_table"] = m.peak_state_table_bytes;
     out["gpu_total"] = m.peak_gpu_bytes;
     out["disk_total"] = m.peak_disk_bytes;
@@ -129,7 +135,8 @@ std::map<std::string, std::uint64_t> peaks(const Metrics& m) {
 }
 
 nlohmann::json series_json(const Series& series) {
-    nlohmann::json t = nlohmann::json::array(), lookups = t, hits = t, fallbacks = t, corruptions = t, io = t, table = t;
+    nlohmann::json t = nlohmann::json::array(), lookups = t, hits = t, fallbacks = t, corruptions = t, io = t,
+                   table = t;
     nlohmann::json forms = nlohmann::json::object();
     for (const SeriesPoint& p : series.points()) {
         t.push_back(p.t_s);
@@ -139,13 +146,22 @@ nlohmann::json series_json(const Series& series) {
         corruptions.push_back(p.silent_corruptions);
         io.push_back(p.io_wait_us);
         table.push_back(p.state_table_bytes);
-        for (model::Form f : model::kAllForms) forms[std::string(model::form_name(f))].push_back(p.gpu_bytes[static_cast<int>(f)]);
+        for (model::Form f : model::kAllForms)
+            forms[std::string(model::form_name(f))].push_back(p.gpu_bytes[static_cast<int>(f)]);
     }
-    return {{"t_s", t}, {"lookups", lookups}, {"hits", hits}, {"post_hit_fallbacks", fallbacks}, {"silent_corruptions", corruptions},
-            {"io_wait_us", io}, {"state_table_bytes", table}, {"gpu_bytes_by_form", forms}};
+    return {{"t_s", t},
+            {"lookups", lookups},
+            {"hits", hits},
+            {"post_hit_fallbacks", fallbacks},
+            {"silent_corruptions", corruptions},
+            {"io_wait_us", io},
+            {"state_table_bytes", table},
+            {"gpu_bytes_by_form", forms}};
 }
 
-std::string counted(std::uint64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+std::string counted(std::uint64_t n, const std::string& noun) {
+    return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
 
 // Why hash hits were not resumed, in a clause: the grain when it cut at least half of what was
 // recomputed, else the miss reason that cut the most tokens, else the most frequent one.
@@ -162,7 +178,8 @@ std::string why_not_resumed(const Metrics& m) {
         return best;
     };
     if (const auto [name, tokens] = top(miss_tokens(m)); tokens > 0)
-        return "the miss reason that cut the most tokens is " + name + " (" + std::to_string(tokens) + " tokens at first lookups; see miss_tokens)";
+        return "the miss reason that cut the most tokens is " + name + " (" + std::to_string(tokens) +
+               " tokens at first lookups; see miss_tokens)";
     if (const auto [name, count] = top(m.miss_reasons); count > 0)
         return "the most frequent miss reason is " + name + " (" + std::to_string(count) + " times; see miss_reasons)";
     return "no miss reason was recorded";
@@ -183,11 +200,13 @@ void Metrics::count_lookup(const model::LookupResult& lookup, std::uint32_t prom
     prompt_tokens += prompt_length;
     ++verdicts[static_cast<int>(lookup.verdict)];
     count_misses(lookup);
-    for (const model::Miss& m : lookup.misses) miss_tokens[static_cast<std::size_t>(m.form)][static_cast<std::size_t>(m.reason)] += m.tokens;
+    for (const model::Miss& m : lookup.misses)
+        miss_tokens[static_cast<std::size_t>(m.form)][static_cast<std::size_t>(m.reason)] += m.tokens;
 }
 
 void Metrics::count_misses(const model::LookupResult& lookup) {
-    for (const model::Miss& m : lookup.misses) ++miss_reasons[std::string(model::form_name(m.form))][std::string(model::miss_reason_name(m.reason))];
+    for (const model::Miss& m : lookup.misses)
+        ++miss_reasons[std::string(model::form_name(m.form))][std::string(model::miss_reason_name(m.reason))];
 }
 
 void Metrics::count_outcome(const model::StepOutcome& out) {
@@ -212,36 +231,43 @@ void Metrics::count_reuse(std::uint32_t resumed_tokens, std::uint32_t prompt_len
 std::vector<RunWarning> run_warnings(const Metrics& m) {
     std::vector<RunWarning> out;
     if (m.event_bound_hit)
-        out.push_back({"event_bound", "the run stopped at limits.max_events after " + counted(m.events, "event") + "; its figures cover only the " +
-                                          counted(m.requests, "request") + " that arrived by then"});
+        out.push_back({"event_bound", "the run stopped at limits.max_events after " + counted(m.events, "event") +
+                                          "; its figures cover only the " + counted(m.requests, "request") +
+                                          " that arrived by then"});
     if (!m.unfired_faults.empty()) {
         std::string entries;
         for (const std::string& f : m.unfired_faults) entries += (entries.empty() ? "" : ", ") + f;
         const std::size_t n = m.unfired_faults.size();
-        out.push_back({"fault_unfired", std::to_string(n) + (n == 1 ? " fault entry" : " fault entries") + " never acted: " + entries +
-                                            "; an entry aimed at a request fires only at that request's opportunities of its class "
-                                            "(there are " + std::to_string(m.requests) + " requests, numbered from 0), one at an event "
-                                            "count only if the run gets that far (" + counted(m.events, "event") +
-                                            "), an armed one (F2, F4, F6-F9) only at a later opportunity of its class, and each acts "
-                                            "only on something it can change there (F1, F3, F6-F8, F10, F11: a segment that no "
-                                            "reader has pinned; F5: a moment without a read in flight)"});
+        out.push_back({"fault_unfired",
+                       std::to_string(n) + (n == 1 ? " fault entry" : " fault entries") + " never acted: " + entries +
+                           "; an entry aimed at a request fires only at that request's opportunities of its class "
+                           "(there are " +
+                           std::to_string(m.requests) +
+                           " requests, numbered from 0), one at an event "
+                           "count only if the run gets that far (" +
+                           counted(m.events, "event") +
+                           "), an armed one (F2, F4, F6-F9) only at a later opportunity of its class, and each acts "
+                           "only on something it can change there (F1, F3, F6-F8, F10, F11: a segment that no "
+                           "reader has pinned; F5: a moment without a read in flight)"});
     }
     if (m.lookups < 2 || m.resume_grain_tokens == 0) return out;  // one request, or a steps-mode run
     if (m.hits == 0) {
         out.push_back({"no_hits", "prefix caching found nothing to reuse: none of the " + std::to_string(m.lookups) +
                                       " requests began with a block an earlier request had cached (hit_rate 0)" +
-                                      (m.admission_refusals > 0 ? "; admission_refusals is " + std::to_string(m.admission_refusals) +
-                                                                      ": what did not fit the GPU budget was never cached"
-                                                                : std::string())});
+                                      (m.admission_refusals > 0
+                                           ? "; admission_refusals is " + std::to_string(m.admission_refusals) +
+                                                 ": what did not fit the GPU budget was never cached"
+                                           : std::string())});
     } else if (m.reused_tokens == 0) {
-        out.push_back({"nothing_resumed", "prefix caching resumed nothing: " + counted(m.hits, "request") + " hit the cache for " +
-                                              std::to_string(m.hit_tokens) + " tokens, and no token was read from it; " +
-                                              why_not_resumed(m)});
+        out.push_back({"nothing_resumed", "prefix caching resumed nothing: " + counted(m.hits, "request") +
+                                              " hit the cache for " + std::to_string(m.hit_tokens) +
+                                              " tokens, and no token was read from it; " + why_not_resumed(m)});
     } else if (m.reused_tokens * 10 < m.hit_tokens) {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f", 100.0 * share(m.reused_tokens, m.hit_tokens));
-        out.push_back({"little_resumed", "prefix caching resumed " + std::string(pct) + " % of the " + std::to_string(m.hit_tokens) +
-                                             " tokens its " + counted(m.hits, "hit") + " reported; " + why_not_resumed(m)});
+        out.push_back({"little_resumed", "prefix caching resumed " + std::string(pct) + " % of the " +
+                                             std::to_string(m.hit_tokens) + " tokens its " + counted(m.hits, "hit") +
+                                             " reported; " + why_not_resumed(m)});
     }
     return out;
 }
@@ -254,11 +280,17 @@ std::uint64_t Metrics::total_violations() const {
 
 nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
     nlohmann::json verdicts = nlohmann::json::object();
-    for (int v = 0; v < 4; ++v) verdicts[std::string(model::verdict_name(static_cast<model::VerdictKind>(v)))] = m.verdicts[v];
+    for (int v = 0; v < 4; ++v)
+        verdicts[std::string(model::verdict_name(static_cast<model::VerdictKind>(v)))] = m.verdicts[v];
     nlohmann::json corruptions = nlohmann::json::array();
     for (const Corruption& c : m.corruption_examples)
-        corruptions.push_back({{"request", c.request}, {"group", c.group}, {"form", c.form}, {"start", c.start}, {"end", c.end},
-                               {"invariant", c.invariant}, {"cause", c.cause}});
+        corruptions.push_back({{"request", c.request},
+                               {"group", c.group},
+                               {"form", c.form},
+                               {"start", c.start},
+                               {"end", c.end},
+                               {"invariant", c.invariant},
+                               {"cause", c.cause}});
     nlohmann::json violations = nlohmann::json::object();
     for (const auto& info_item : model::invariant_catalogue()) {
         const auto it = m.invariant_violations.find(std::string(info_item.name));
@@ -268,62 +300,64 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(info.final_state_hash));
     char unseed[32];
     std::snprintf(unseed, sizeof unseed, "%016llx", static_cast<unsigned long long>(info.unseed));
-    nlohmann::json report = {{"schema_version", kReportSchemaVersion},
-            {"scenario", info.scenario},
-            {"preset", info.preset},
-            {"policy", info.policy},
-            {"seed", info.seed},
-            {"requests", m.requests},
-            {"lookups", m.lookups},
-            {"hits", m.hits},
-            {"hit_rate", m.hit_rate()},
-            {"post_hit_fallbacks", m.post_hit_fallbacks},
-            {"post_hit_fallback_rate", m.fallback_rate()},
-            {"verdicts", verdicts},
-            {"miss_reasons", m.miss_reasons},
-            {"miss_tokens", miss_tokens(m)},
-            {"prompt_tokens", m.prompt_tokens},
-            {"hit_tokens", m.hit_tokens},
-            {"token_hit_rate", share(m.hit_tokens, m.prompt_tokens)},
-            {"reused_tokens", m.reused_tokens},
-            {"reused_tokens_by_source", by_source(m)},
-            {"token_reuse_rate", share(m.reused_tokens, m.prompt_tokens)},
-            {"recomputed_tokens", m.recomputed_tokens},
-            {"trimmed_tokens", m.trimmed_tokens},
-            {"resume_grain_tokens", m.resume_grain_tokens},
-            {"computed_tokens", m.computed_tokens},
-            {"requests_by_reuse_pct", reuse_buckets(m)},
-            {"stale_revalidations", m.stale_revalidations},
-            {"admission_refusals", m.admission_refusals},
-            {"graph_recaptures", m.recaptures},
-            {"offloads", m.offloads},
-            {"demotions", m.demotions},
-            {"loads", m.loads},
-            {"load_failures", m.load_failures},
-            {"load_waits_stopped", m.load_waits_stopped},
-            {"requests_failed", m.requests_failed},
-            {"evictions", by_form(m.evictions)},
-            {"evictions_by_cause", by_cause(m)},
-            {"evictions_last_copy", by_form(m.evictions_last_copy)},
-            {"faults_injected", by_fault(m.faults)},
-            {"silent_corruptions", m.silent_corruptions},
-            {"corruption_examples", corruptions},
-            {"invariant_violations", violations},
-            {"first_violations", m.first_violation},
-            {"ttft_ms", {{"p50", m.ttft.at(0.5)}, {"p99", m.ttft.at(0.99)}}},
-            {"io_wait_ms", {{"p50", m.io_wait.at(0.5)}, {"p99", m.io_wait.at(0.99)}, {"waits", m.io_wait.count()}}},
-            {"entry_ages_ms", entry_ages(m)},
-            {"memory_bytes", peaks(m)},
-            {"series", series_json(m.series)},
-            {"events", m.events},
-            {"event_bound_hit", m.event_bound_hit},
-            {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},
-            {"final_state_hash", hash},
-            {"unseed", unseed},
-            {"warnings", warnings_json(m)}};
+    nlohmann::json report = {
+        {"schema_version", kReportSchemaVersion},
+        {"scenario", info.scenario},
+        {"preset", info.preset},
+        {"policy", info.policy},
+        {"seed", info.seed},
+        {"requests", m.requests},
+        {"lookups", m.lookups},
+        {"hits", m.hits},
+        {"hit_rate", m.hit_rate()},
+        {"post_hit_fallbacks", m.post_hit_fallbacks},
+        {"post_hit_fallback_rate", m.fallback_rate()},
+        {"verdicts", verdicts},
+        {"miss_reasons", m.miss_reasons},
+        {"miss_tokens", miss_tokens(m)},
+        {"prompt_tokens", m.prompt_tokens},
+        {"hit_tokens", m.hit_tokens},
+        {"token_hit_rate", share(m.hit_tokens, m.prompt_tokens)},
+        {"reused_tokens", m.reused_tokens},
+        {"reused_tokens_by_source", by_source(m)},
+        {"token_reuse_rate", share(m.reused_tokens, m.prompt_tokens)},
+        {"recomputed_tokens", m.recomputed_tokens},
+        {"trimmed_tokens", m.trimmed_tokens},
+        {"resume_grain_tokens", m.resume_grain_tokens},
+        {"computed_tokens", m.computed_tokens},
+        {"requests_by_reuse_pct", reuse_buckets(m)},
+        {"stale_revalidations", m.stale_revalidations},
+        {"admission_refusals", m.admission_refusals},
+        {"graph_recaptures", m.recaptures},
+        {"offloads", m.offloads},
+        {"demotions", m.demotions},
+        {"loads", m.loads},
+        {"load_failures", m.load_failures},
+        {"load_waits_stopped", m.load_waits_stopped},
+        {"requests_failed", m.requests_failed},
+        {"evictions", by_form(m.evictions)},
+        {"evictions_by_cause", by_cause(m)},
+        {"evictions_last_copy", by_form(m.evictions_last_copy)},
+        {"faults_injected", by_fault(m.faults)},
+        {"silent_corruptions", m.silent_corruptions},
+        {"corruption_examples", corruptions},
+        {"invariant_violations", violations},
+        {"first_violations", m.first_violation},
+        {"ttft_ms", {{"p50", m.ttft.at(0.5)}, {"p99", m.ttft.at(0.99)}}},
+        {"io_wait_ms", {{"p50", m.io_wait.at(0.5)}, {"p99", m.io_wait.at(0.99)}, {"waits", m.io_wait.count()}}},
+        {"entry_ages_ms", entry_ages(m)},
+        {"memory_bytes", peaks(m)},
+        {"series", series_json(m.series)},
+        {"events", m.events},
+        {"event_bound_hit", m.event_bound_hit},
+        {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},
+        {"final_state_hash", hash},
+        {"unseed", unseed},
+        {"warnings", warnings_json(m)}};
     if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
     if (m.samples_forked) report["samples_forked"] = *m.samples_forked;
-    if (!info.overrides.empty()) report["overrides"] = info.overrides;  // absent without --set: reports stay as they were
+    if (!info.overrides.empty())
+        report["overrides"] = info.overrides;  // absent without --set: reports stay as they were
     return report;
 }
 
@@ -341,8 +375,10 @@ std::string label_value(const std::string& text) {
     std::string out;
     for (const char c : text) {
         if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') out += "\\n";
-        else out += c;
+        if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
     }
     return out;
 }
@@ -353,7 +389,8 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     std::ostringstream out;
     // Every sample names its run, so that the files of a suite's runs can sit side by side in one
     // textfile collector's folder without two series colliding.
-    const std::string policy = "scenario=\"" + label_value(info.scenario) + "\",policy=\"" + label_value(info.policy) + "\"";
+    const std::string policy =
+        "scenario=\"" + label_value(info.scenario) + "\",policy=\"" + label_value(info.policy) + "\"";
     auto counter = [&](const char* name, const char* help, std::uint64_t value) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " counter\n";
         out << "kvcheck_" << name << "{" << policy << "} " << value << "\n";
@@ -364,7 +401,8 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     };
     counter("lookups_total", "Requests looked up in the prefix cache.", m.lookups);
     counter("hits_total", "Lookups with a prefix hash hit.", m.hits);
-    counter("post_hit_fallbacks_total", "Hits that failed validation and fell back to recompute.", m.post_hit_fallbacks);
+    counter("post_hit_fallbacks_total", "Hits that failed validation and fell back to recompute.",
+            m.post_hit_fallbacks);
     gauge("hit_rate", "Hits over lookups.", m.hit_rate());
     gauge("post_hit_fallback_rate", "Post-hit fallbacks over hits.", m.fallback_rate());
     counter("prompt_tokens_total", "Prompt tokens of the first lookups.", m.prompt_tokens);
@@ -374,31 +412,35 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     out << "# HELP kvcheck_reused_tokens_total Tokens read from cache, by where they were when the request looked up.\n"
            "# TYPE kvcheck_reused_tokens_total counter\n";
     for (std::size_t k = 0; k < kReuseSources.size(); ++k)
-        out << "kvcheck_reused_tokens_total{" << policy << ",source=\"" << kReuseSources[k] << "\"} " << m.reused_by_source[k] << "\n";
+        out << "kvcheck_reused_tokens_total{" << policy << ",source=\"" << kReuseSources[k] << "\"} "
+            << m.reused_by_source[k] << "\n";
     counter("recomputed_tokens_total", "Hit tokens recomputed because they were not resumable.", m.recomputed_tokens);
     counter("trimmed_tokens_total", "Recomputed hit tokens cut by the resume grain.", m.trimmed_tokens);
-    counter("silent_corruptions_total", "Resumes that read content differing from the ground truth.", m.silent_corruptions);
+    counter("silent_corruptions_total", "Resumes that read content differing from the ground truth.",
+            m.silent_corruptions);
     out << "# HELP kvcheck_verdicts_total Lookup verdicts.\n# TYPE kvcheck_verdicts_total counter\n";
     for (int v = 0; v < 4; ++v)
-        out << "kvcheck_verdicts_total{" << policy << ",verdict=\"" << model::verdict_name(static_cast<model::VerdictKind>(v))
-            << "\"} " << m.verdicts[v] << "\n";
+        out << "kvcheck_verdicts_total{" << policy << ",verdict=\""
+            << model::verdict_name(static_cast<model::VerdictKind>(v)) << "\"} " << m.verdicts[v] << "\n";
     out << "# HELP kvcheck_miss_reasons_total Why hits were not resumable, per form and reason.\n"
            "# TYPE kvcheck_miss_reasons_total counter\n";
     for (const auto& [form, reasons] : m.miss_reasons)
         for (const auto& [reason, count] : reasons)
-            out << "kvcheck_miss_reasons_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << count << "\n";
+            out << "kvcheck_miss_reasons_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} "
+                << count << "\n";
     out << "# HELP kvcheck_miss_tokens_total Tokens each form and reason cut from the usable length at first lookups.\n"
            "# TYPE kvcheck_miss_tokens_total counter\n";
     for (const auto& [form, reasons] : miss_tokens(m))
         for (const auto& [reason, tokens] : reasons)
-            out << "kvcheck_miss_tokens_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} " << tokens << "\n";
+            out << "kvcheck_miss_tokens_total{" << policy << ",form=\"" << form << "\",reason=\"" << reason << "\"} "
+                << tokens << "\n";
     out << "# HELP kvcheck_request_reuse_ratio Share of each request's prompt resumed from cache, at its read.\n"
            "# TYPE kvcheck_request_reuse_ratio histogram\n";
     std::uint64_t reads = 0;
     for (std::size_t b = 0; b < kReuseBoundsPct.size(); ++b) {
         reads += m.reads_by_reuse[b];
-        out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"" << shortest(static_cast<double>(kReuseBoundsPct[b]) / 100) << "\"} " << reads
-            << "\n";
+        out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\""
+            << shortest(static_cast<double>(kReuseBoundsPct[b]) / 100) << "\"} " << reads << "\n";
     }
     out << "kvcheck_request_reuse_ratio_bucket{" << policy << ",le=\"+Inf\"} " << reads << "\n";
     out << "kvcheck_request_reuse_ratio_sum{" << policy << "} " << shortest(m.reuse_share_sum) << "\n";
@@ -406,7 +448,8 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     out << "# HELP kvcheck_evictions_total Evictions per form and cause.\n# TYPE kvcheck_evictions_total counter\n";
     for (const auto& [cause, forms] : by_cause(m))
         for (const auto& [form, count] : forms)
-            out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\",cause=\"" << cause << "\"} " << count << "\n";
+            out << "kvcheck_evictions_total{" << policy << ",form=\"" << form << "\",cause=\"" << cause << "\"} "
+                << count << "\n";
     out << "# HELP kvcheck_evictions_last_copy_total Evictions that left no copy of the entry on any tier, per form.\n"
            "# TYPE kvcheck_evictions_last_copy_total counter\n";
     for (const auto& [form, count] : by_form(m.evictions_last_copy))
@@ -419,25 +462,32 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         out << "kvcheck_invariant_violations_total{" << policy << ",invariant=\"" << item.name << "\"} "
             << (it == m.invariant_violations.end() ? 0 : it->second) << "\n";
     }
-    out << "# HELP kvcheck_faults_injected_total Faults injected per class.\n# TYPE kvcheck_faults_injected_total counter\n";
+    out << "# HELP kvcheck_faults_injected_total Faults injected per class.\n# TYPE kvcheck_faults_injected_total "
+           "counter\n";
     for (int k = 0; k < model::kFaultClassCount; ++k)
-        out << "kvcheck_faults_injected_total{" << policy << ",fault=\"" << model::fault_name(static_cast<model::FaultClass>(k)) << "\"} "
-            << m.faults[k] << "\n";
-    if (m.samples_forked) counter("samples_forked_total", "Requests forked after a prefill for a prompt's further sampled answers.", *m.samples_forked);
+        out << "kvcheck_faults_injected_total{" << policy << ",fault=\""
+            << model::fault_name(static_cast<model::FaultClass>(k)) << "\"} " << m.faults[k] << "\n";
+    if (m.samples_forked)
+        counter("samples_forked_total", "Requests forked after a prefill for a prompt's further sampled answers.",
+                *m.samples_forked);
     if (m.sessions) {
         counter("session_turns_total", "Requests that continued an earlier turn of their session.", m.sessions->turns);
-        counter("session_waits_total", "Session turns that arrived late: the earlier turn had not finished.", m.sessions->waited);
+        counter("session_waits_total", "Session turns that arrived late: the earlier turn had not finished.",
+                m.sessions->waited);
     }
     counter("offloads_total", "Offload copies started (GPU to host/disk).", m.offloads);
     counter("demotions_total", "Host/disk copies moved from host memory to disk to make room.", m.demotions);
     counter("loads_total", "Loads from host/disk that completed, misaligned reloads included.", m.loads);
     counter("load_failures_total", "Loads that failed (F2).", m.load_failures);
-    counter("load_waits_stopped_total", "Waits for loads that reached compute.max_load_wait_us: the request recomputed the rest.",
+    counter("load_waits_stopped_total",
+            "Waits for loads that reached compute.max_load_wait_us: the request recomputed the rest.",
             m.load_waits_stopped);
-    counter("requests_failed_total", "Requests ended at a failed load (compute.load_failure_policy fail).", m.requests_failed);
-    counter("stale_revalidations_total", "Revalidations that found a segment's epoch or the model version changed (RL3).",
-            m.stale_revalidations);
-    counter("admission_refusals_total", "Allocations or loads that did not fit the GPU budget (RL1).", m.admission_refusals);
+    counter("requests_failed_total", "Requests ended at a failed load (compute.load_failure_policy fail).",
+            m.requests_failed);
+    counter("stale_revalidations_total",
+            "Revalidations that found a segment's epoch or the model version changed (RL3).", m.stale_revalidations);
+    counter("admission_refusals_total", "Allocations or loads that did not fit the GPU budget (RL1).",
+            m.admission_refusals);
     counter("graph_recaptures_total", "Decode-graph recaptures forced by a moved address (RL4).", m.recaptures);
     counter("io_waits_total", "Waits of a request for its loads.", m.io_wait.count());
     gauge("io_wait_p50_ms", "Median wait for loads (ms).", m.io_wait.at(0.5));
@@ -468,9 +518,11 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
            "# TYPE kvcheck_memory_peak_bytes gauge\n";
     for (const auto& [form, bytes] : peaks(m))
         out << "kvcheck_memory_peak_bytes{" << policy << ",form=\"" << form << "\"} " << bytes << "\n";
-    out << "# HELP kvcheck_warning A run-wide finding (report.json warnings): prefix caching did little, the event bound was hit, a fault never acted; 1 when raised.\n"
+    out << "# HELP kvcheck_warning A run-wide finding (report.json warnings): prefix caching did little, the event "
+           "bound was hit, a fault never acted; 1 when raised.\n"
            "# TYPE kvcheck_warning gauge\n";
-    for (const RunWarning& w : run_warnings(m)) out << "kvcheck_warning{" << policy << ",code=\"" << w.code << "\"} 1\n";
+    for (const RunWarning& w : run_warnings(m))
+        out << "kvcheck_warning{" << policy << ",code=\"" << w.code << "\"} 1\n";
     gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));
     gauge("ttft_p99_ms", "99th percentile time to first token (ms).", m.ttft.at(0.99));
     return out.str();

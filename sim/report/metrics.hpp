@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "model/alloc.hpp"
+#include "model/fault_class.hpp"
 #include "model/match.hpp"
 #include "model/steps.hpp"
 #include "model/world.hpp"
 #include "sim/report/entry_ages.hpp"
-#include "model/fault_class.hpp"
 
 namespace kvcheck::sim {
 
@@ -52,7 +52,7 @@ private:
 // is dropped and the interval doubles, so any run fits in kMaxPoints.
 struct SeriesPoint {
     double t_s = 0;
-    std::uint64_t lookups = 0;          // cumulative
+    std::uint64_t lookups = 0;  // cumulative
     std::uint64_t hits = 0;
     std::uint64_t post_hit_fallbacks = 0;
     std::uint64_t silent_corruptions = 0;
@@ -100,7 +100,8 @@ struct Metrics {
     std::uint64_t post_hit_fallbacks = 0;
     std::array<std::uint64_t, 4> verdicts{};
     std::map<std::string, std::map<std::string, std::uint64_t>> miss_reasons;  // form -> reason -> count
-    std::array<std::array<std::uint64_t, model::kMissReasonCount>, model::kFormCount> miss_tokens{};  // by form, then reason: tokens cut at first lookups
+    std::array<std::array<std::uint64_t, model::kMissReasonCount>, model::kFormCount>
+        miss_tokens{};                    // by form, then reason: tokens cut at first lookups
     std::uint64_t prompt_tokens = 0;      // prompt tokens of the first lookups: hit_tokens' denominator
     std::uint64_t hit_tokens = 0;         // tokens a plain hash lookup reported
     std::uint64_t reused_tokens = 0;      // tokens read from cache
@@ -110,39 +111,41 @@ struct Metrics {
     std::array<std::uint64_t, kReuseSources.size()> reused_by_source{};  // reused_tokens by kReuseSources
     std::uint32_t resume_grain_tokens = 0;  // the policy's resume grain (model::resume_grain)
     std::array<std::uint64_t, kReuseBoundsPct.size()> reads_by_reuse{};  // reads by the share of the prompt resumed
-    double reuse_share_sum = 0;           // the sum of those shares (Prometheus histogram _sum)
+    double reuse_share_sum = 0;  // the sum of those shares (Prometheus histogram _sum)
     std::uint64_t stale_revalidations = 0;
     std::uint64_t admission_refusals = 0;
     std::uint64_t recaptures = 0;
     std::uint64_t offloads = 0;
-    std::uint64_t demotions = 0;          // host/disk copies moved from host memory to disk for room
+    std::uint64_t demotions = 0;  // host/disk copies moved from host memory to disk for room
     std::uint64_t loads = 0;
     std::uint64_t load_failures = 0;
     std::uint64_t load_waits_stopped = 0;  // waits for loads cut off at compute.max_load_wait_us
     std::uint64_t requests_failed = 0;     // ended at a failed load (compute.load_failure_policy fail)
     std::array<std::uint64_t, model::kFormCount> evictions{};  // by form
-    std::array<std::array<std::uint64_t, model::kFormCount>, model::kEvictionCauseCount> evictions_by_cause{};  // by cause, then form
-    std::array<std::uint64_t, model::kFormCount> evictions_last_copy{};  // by form: evictions that left no copy anywhere
-    std::array<std::uint64_t, model::kFaultClassCount> faults{};      // injected, by class
-    std::uint64_t silent_corruptions = 0;            // resumes whose output would be wrong
-    std::vector<Corruption> corruption_examples;     // the first few, explained
+    std::array<std::array<std::uint64_t, model::kFormCount>, model::kEvictionCauseCount>
+        evictions_by_cause{};  // by cause, then form
+    std::array<std::uint64_t, model::kFormCount>
+        evictions_last_copy{};                                    // by form: evictions that left no copy anywhere
+    std::array<std::uint64_t, model::kFaultClassCount> faults{};  // injected, by class
+    std::uint64_t silent_corruptions = 0;                         // resumes whose output would be wrong
+    std::vector<Corruption> corruption_examples;                  // the first few, explained
     std::map<std::string, std::uint64_t> invariant_violations;
     std::map<std::string, std::string> first_violation;  // invariant -> its first message
     Percentiles ttft;
     Percentiles io_wait;
     std::uint64_t io_wait_us_total = 0;
-    AgeHistograms ages;                   // entry ages (sim/entry_ages.hpp), by age and form
+    AgeHistograms ages;  // entry ages (sim/entry_ages.hpp), by age and form
     Series series;
     std::array<std::uint64_t, model::kFormCount> peak_form_bytes{};  // GPU by form (on_disk_prefix: disk)
     std::uint64_t peak_state_table_bytes = 0;
     std::uint64_t peak_gpu_bytes = 0;
-    std::uint64_t peak_disk_bytes = 0;    // the host/disk tier
-    std::uint64_t peak_host_bytes = 0;    // its part in host memory
+    std::uint64_t peak_disk_bytes = 0;  // the host/disk tier
+    std::uint64_t peak_host_bytes = 0;  // its part in host memory
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
     std::vector<std::string> unfired_faults;  // scheduled or aimed fault entries that never fired, as /faults/N (...)
-    std::optional<SessionCounts> sessions;  // only in runs with sessions
+    std::optional<SessionCounts> sessions;    // only in runs with sessions
     std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1
 
     void sample_memory(const model::World& world);
@@ -154,7 +157,9 @@ struct Metrics {
     // What any step did to the cache: evictions by form and cause, demotions, recaptures, refusals.
     void count_outcome(const model::StepOutcome& out);
     double hit_rate() const { return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups); }
-    double fallback_rate() const { return hits == 0 ? 0.0 : static_cast<double>(post_hit_fallbacks) / static_cast<double>(hits); }
+    double fallback_rate() const {
+        return hits == 0 ? 0.0 : static_cast<double>(post_hit_fallbacks) / static_cast<double>(hits);
+    }
     std::uint64_t total_violations() const;
 };
 
@@ -167,7 +172,7 @@ struct RunInfo {
     std::string policy;
     std::uint64_t seed = 0;
     std::uint64_t final_state_hash = 0;
-    std::uint64_t unseed = 0;  // one more draw of the root generator: a second run must match it
+    std::uint64_t unseed = 0;            // one more draw of the root generator: a second run must match it
     std::vector<std::string> overrides;  // the run's --set POINTER=VALUE, as given (Scenario::overrides)
 };
 

@@ -29,12 +29,13 @@ std::string fixed(double value, int decimals) {
 }
 
 std::string open_svg(const std::string& label, double height) {
-    return "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + fixed(kWidth, 0) + " " + fixed(height, 0) +
-           "\" role=\"img\" aria-label=\"" + escape(label) + "\">";
+    return "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + fixed(kWidth, 0) + " " +
+           fixed(height, 0) + "\" role=\"img\" aria-label=\"" + escape(label) + "\">";
 }
 
 std::string text(double x, double y, const std::string& anchor, const std::string& content) {
-    return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" text-anchor=\"" + anchor + "\">" + escape(content) + "</text>";
+    return "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" text-anchor=\"" + anchor + "\">" +
+           escape(content) + "</text>";
 }
 
 // A step of 1, 2 or 5 times a power of ten giving at most about `ticks` intervals over `span`.
@@ -63,7 +64,8 @@ std::string axes(double t_max, double y_max, Unit unit) {
     for (int i = 0; i <= 4; ++i) {
         const double v = y_max * i / 4;
         const double y = y_of(v, y_max);
-        out += "<line x1=\"" + fixed(kPlotLeft, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(kPlotRight, 1) + "\" y2=\"" + fixed(y, 1) + "\"/>";
+        out += "<line x1=\"" + fixed(kPlotLeft, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(kPlotRight, 1) +
+               "\" y2=\"" + fixed(y, 1) + "\"/>";
         out += text(kPlotLeft - 6, y + 4, "end", format_value(v, unit));
     }
     const double step = nice_step(t_max, 6);
@@ -127,8 +129,10 @@ std::string escape(const std::string& raw) {
             case '"': out += "&quot;"; break;
             case '\'': out += "&#39;"; break;
             default:
-                if ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == '\x7F') out += kReplacement;
-                else out += c;
+                if ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == '\x7F')
+                    out += kReplacement;
+                else
+                    out += c;
         }
     }
     return out;
@@ -146,8 +150,8 @@ double nice_ceiling(double value, Unit unit) {
     return 10 * power * scale;
 }
 
-std::string line_chart(const std::string& label, const std::vector<double>& t_s, double t_max, const std::vector<Line>& lines,
-                       double y_max, Unit unit) {
+std::string line_chart(const std::string& label, const std::vector<double>& t_s, double t_max,
+                       const std::vector<Line>& lines, double y_max, Unit unit) {
     if (t_s.size() < 2 || !(t_max > 0)) return no_series();
     std::string out = open_svg(label, kHeight) + "<title>" + escape(label) + "</title>" + axes(t_max, y_max, unit);
     for (const Line& line : lines) {
@@ -156,14 +160,14 @@ std::string line_chart(const std::string& label, const std::vector<double>& t_s,
             if (std::isnan(line.y[i])) continue;
             add_point(points, x_of(t_s[i], t_max), y_of(line.y[i], y_max));
         }
-        out += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + line.color + "\" points=\"" + points + "\"><title>" +
-               escape(line.name) + "</title></polyline>";
+        out += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + line.color + "\" points=\"" + points +
+               "\"><title>" + escape(line.name) + "</title></polyline>";
     }
     return out + "</svg>";
 }
 
-std::string stacked_chart(const std::string& label, const std::vector<double>& t_s, double t_max, const std::vector<Line>& layers,
-                          double y_max, Unit unit) {
+std::string stacked_chart(const std::string& label, const std::vector<double>& t_s, double t_max,
+                          const std::vector<Line>& layers, double y_max, Unit unit) {
     if (t_s.size() < 2 || !(t_max > 0)) return no_series();
     std::string out = open_svg(label, kHeight) + "<title>" + escape(label) + "</title>" + axes(t_max, y_max, unit);
     std::vector<double> below(t_s.size(), 0.0);
@@ -173,14 +177,15 @@ std::string stacked_chart(const std::string& label, const std::vector<double>& t
         std::string points;
         for (std::size_t i = 0; i < t_s.size(); ++i) add_point(points, x_of(t_s[i], t_max), y_of(top[i], y_max));
         for (std::size_t i = t_s.size(); i-- > 0;) add_point(points, x_of(t_s[i], t_max), y_of(below[i], y_max));
-        out += "<polygon fill=\"" + layer.color + "\" fill-opacity=\"0.85\" points=\"" + points + "\"><title>" + escape(layer.name) +
-               "</title></polygon>";
+        out += "<polygon fill=\"" + layer.color + "\" fill-opacity=\"0.85\" points=\"" + points + "\"><title>" +
+               escape(layer.name) + "</title></polygon>";
         below = std::move(top);
     }
     return out + "</svg>";
 }
 
-std::string bar_chart(const std::string& label, const std::vector<Bar>& bars, double x_max, Unit unit, double share_of) {
+std::string bar_chart(const std::string& label, const std::vector<Bar>& bars, double x_max, Unit unit,
+                      double share_of) {
     if (bars.empty()) return "<p class=\"empty\">Nothing to show.</p>";
     const double height = static_cast<double>(bars.size()) * kRowHeight + 6;
     std::string out = open_svg(label, height) + "<title>" + escape(label) + "</title><g class=\"bars\">";
@@ -192,8 +197,9 @@ std::string bar_chart(const std::string& label, const std::vector<Bar>& bars, do
         std::string value = format_value(bar.value, unit);
         if (share_of > 0) value += " (" + format_value(bar.value / share_of, Unit::ratio) + ")";
         out += text(kBarLeft - 6, y + 14, "end", bar.label);
-        out += "<rect x=\"" + fixed(kBarLeft, 1) + "\" y=\"" + fixed(y + 2, 1) + "\" width=\"" + fixed(width, 1) + "\" height=\"" +
-               fixed(kRowHeight - 6, 1) + "\" fill=\"" + bar.color + "\"><title>" + escape(bar.label + ": " + value) + "</title></rect>";
+        out += "<rect x=\"" + fixed(kBarLeft, 1) + "\" y=\"" + fixed(y + 2, 1) + "\" width=\"" + fixed(width, 1) +
+               "\" height=\"" + fixed(kRowHeight - 6, 1) + "\" fill=\"" + bar.color + "\"><title>" +
+               escape(bar.label + ": " + value) + "</title></rect>";
         out += text(kBarLeft + width + 6, y + 14, "start", value);
     }
     return out + "</g></svg>";
@@ -201,7 +207,8 @@ std::string bar_chart(const std::string& label, const std::vector<Bar>& bars, do
 
 std::string legend(const std::vector<Line>& lines) {
     std::string out = "<div class=\"legend\">";
-    for (const Line& line : lines) out += "<span><i style=\"background:" + line.color + "\"></i>" + escape(line.name) + "</span>";
+    for (const Line& line : lines)
+        out += "<span><i style=\"background:" + line.color + "\"></i>" + escape(line.name) + "</span>";
     return out + "</div>";
 }
 

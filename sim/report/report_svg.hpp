@@ -35,15 +35,16 @@ struct Bar {
 
 // Lines over time: x from 0 to t_max seconds, y from 0 to y_max. Fewer than two points give a
 // short "no time series" note instead of a chart.
-std::string line_chart(const std::string& label, const std::vector<double>& t_s, double t_max, const std::vector<Line>& lines,
-                       double y_max, Unit unit);
+std::string line_chart(const std::string& label, const std::vector<double>& t_s, double t_max,
+                       const std::vector<Line>& lines, double y_max, Unit unit);
 
 // The same axes, the lines' values stacked bottom-up as filled layers.
-std::string stacked_chart(const std::string& label, const std::vector<double>& t_s, double t_max, const std::vector<Line>& layers,
-                          double y_max, Unit unit);
+std::string stacked_chart(const std::string& label, const std::vector<double>& t_s, double t_max,
+                          const std::vector<Line>& layers, double y_max, Unit unit);
 
 // One horizontal bar per row scaled to x_max; when `share_of` > 0 each value also shows its share.
-std::string bar_chart(const std::string& label, const std::vector<Bar>& bars, double x_max, Unit unit, double share_of = 0);
+std::string bar_chart(const std::string& label, const std::vector<Bar>& bars, double x_max, Unit unit,
+                      double share_of = 0);
 
 // A colour key (HTML) for lines or layers.
 std::string legend(const std::vector<Line>& lines);

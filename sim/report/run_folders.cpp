@@ -19,7 +19,8 @@ namespace kvcheck::sim {
 std::string compare_manifest_path(const std::string& dir) { return dir + "/compare.json"; }
 
 std::string compare_manifest_text(const CompareManifest& manifest) {
-    const nlohmann::json j = {{"scenario", valid_utf8(manifest.scenario)}, {"seed", manifest.seed}, {"policies", manifest.policies}};
+    const nlohmann::json j = {
+        {"scenario", valid_utf8(manifest.scenario)}, {"seed", manifest.seed}, {"policies", manifest.policies}};
     return j.dump(2) + "\n";
 }
 
@@ -34,10 +35,12 @@ CompareManifest read_compare_manifest(const std::string& file) {
     const nlohmann::json j = parse_json_text(read_file(file), file);
     if (!j.is_object()) throw InputError(file, "/", "expected an object, got " + json_type_name(j));
     using Test = bool (nlohmann::json::*)() const noexcept;
-    const auto member = [&](const std::string& key, Test is_expected, const std::string& expected) -> const nlohmann::json& {
+    const auto member = [&](const std::string& key, Test is_expected,
+                            const std::string& expected) -> const nlohmann::json& {
         if (!j.contains(key)) throw InputError(file, "/" + key, "missing from the compare manifest");
         const nlohmann::json& value = j.at(key);
-        if (!(value.*is_expected)()) throw InputError(file, "/" + key, "expected " + expected + ", got " + described(value));
+        if (!(value.*is_expected)())
+            throw InputError(file, "/" + key, "expected " + expected + ", got " + described(value));
         return value;
     };
     CompareManifest m;
@@ -48,10 +51,12 @@ CompareManifest read_compare_manifest(const std::string& file) {
     std::set<std::string> seen;
     for (std::size_t i = 0; i < policies.size(); ++i) {
         const std::string pointer = "/policies/" + std::to_string(i);
-        if (!policies[i].is_string()) throw InputError(file, pointer, "expected a policy name, got " + described(policies[i]));
+        if (!policies[i].is_string())
+            throw InputError(file, pointer, "expected a policy name, got " + described(policies[i]));
         const std::string name = policies[i].get<std::string>();
         // Each name is a folder next to the manifest, never a path that leads elsewhere.
-        if (name.empty() || name == "." || name == ".." || name.find_first_of(std::string("/\0", 2)) != std::string::npos)
+        if (name.empty() || name == "." || name == ".." ||
+            name.find_first_of(std::string("/\0", 2)) != std::string::npos)
             throw InputError(file, pointer, "\"" + name + "\" is not a folder name");
         if (!seen.insert(name).second) throw InputError(file, pointer, "\"" + name + "\" is listed twice");
         m.policies.push_back(name);
@@ -83,7 +88,8 @@ constexpr const char* kReportShape = R"({
 
 void check_shape(const json& value, const json& shape, const std::string& pointer, const std::string& file) {
     const auto fail = [&](const std::string& expected) {
-        throw InputError(file, pointer.empty() ? "/" : pointer, "expected " + expected + ", got " + json_type_name(value));
+        throw InputError(file, pointer.empty() ? "/" : pointer,
+                         "expected " + expected + ", got " + json_type_name(value));
     };
     if (shape.is_object()) {
         if (!value.is_object()) fail("an object");
@@ -98,7 +104,8 @@ void check_shape(const json& value, const json& shape, const std::string& pointe
         }
     } else if (shape.is_array()) {
         if (!value.is_array()) fail("an array");
-        for (std::size_t i = 0; i < value.size(); ++i) check_shape(value[i], shape[0], pointer + "/" + std::to_string(i), file);
+        for (std::size_t i = 0; i < value.size(); ++i)
+            check_shape(value[i], shape[0], pointer + "/" + std::to_string(i), file);
     } else if (shape.is_number()) {
         if (!value.is_number()) fail("a number");
         const auto out_of_range = [&](const std::string& expected) {
@@ -125,7 +132,8 @@ json load_report(const std::filesystem::path& file) {
     json report = parse_json_text(read_file(name), name);
     if (report.is_object() && report.contains("schema_version") && report["schema_version"] != kReportSchemaVersion)
         throw InputError(name, "/schema_version",
-                         "report schema " + report["schema_version"].dump() + "; this kvcheck reads " + std::to_string(kReportSchemaVersion));
+                         "report schema " + report["schema_version"].dump() + "; this kvcheck reads " +
+                             std::to_string(kReportSchemaVersion));
     check_shape(report, shape, "", name);
     // Figures added after schema 1 was fixed: optional (older reports lack them), checked when there.
     static const json later = json::parse(R"({"requests_by_reuse_pct": {"*": 0}, "evictions_by_cause": {"*": {"*": 0}},
@@ -139,9 +147,11 @@ json load_report(const std::filesystem::path& file) {
     for (const auto& [key, values] : series.items()) {
         const auto check = [&](const json& list, const std::string& pointer) {
             if (list.size() != points)
-                throw InputError(name, pointer, std::to_string(list.size()) + " points where t_s has " + std::to_string(points));
+                throw InputError(name, pointer,
+                                 std::to_string(list.size()) + " points where t_s has " + std::to_string(points));
         };
-        if (values.is_array()) check(values, "/series/" + key);
+        if (values.is_array())
+            check(values, "/series/" + key);
         else
             for (const auto& [form, list] : values.items()) check(list, "/series/" + key + "/" + pointer_escape(form));
     }
@@ -157,10 +167,12 @@ Folders in_manifest_order(const std::string& manifest_file, const Folders& by_na
     Folders out;
     for (std::size_t i = 0; i < manifest.policies.size(); ++i) {
         const std::string& policy = manifest.policies[i];
-        const auto named = std::find_if(by_name.begin(), by_name.end(), [&](const auto& folder) { return folder.filename() == policy; });
+        const auto named = std::find_if(by_name.begin(), by_name.end(),
+                                        [&](const auto& folder) { return folder.filename() == policy; });
         if (named == by_name.end())
             throw InputError(manifest_file, "/policies/" + std::to_string(i),
-                             "names policy \"" + policy + "\", but there is no " + policy + "/report.json next to this manifest");
+                             "names policy \"" + policy + "\", but there is no " + policy +
+                                 "/report.json next to this manifest");
         out.push_back(*named);
     }
     for (const std::filesystem::path& folder : by_name)
@@ -174,7 +186,9 @@ std::vector<NamedReport> load_run_reports(const std::string& run_dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::is_directory(run_dir, ec))
-        throw InputError(run_dir, "", fs::exists(run_dir, ec) ? "not a folder (expected a run folder holding report.json)" : "no such folder");
+        throw InputError(run_dir, "",
+                         fs::exists(run_dir, ec) ? "not a folder (expected a run folder holding report.json)"
+                                                 : "no such folder");
     const fs::path single = fs::path(run_dir) / "report.json";
     if (fs::exists(single, ec)) {
         json report = load_report(single);
@@ -188,10 +202,13 @@ std::vector<NamedReport> load_run_reports(const std::string& run_dir) {
     const std::string manifest = compare_manifest_path(run_dir);
     if (fs::exists(manifest, ec)) folders = in_manifest_order(manifest, folders);
     if (folders.empty())
-        throw InputError(run_dir, "", "no report.json here or in its subfolders (expected the --out folder of kvcheck run or kvcheck compare)");
+        throw InputError(
+            run_dir, "",
+            "no report.json here or in its subfolders (expected the --out folder of kvcheck run or kvcheck compare)");
     std::vector<NamedReport> out;
     for (const fs::path& folder : folders)
-        out.push_back({folder.filename().string(), load_report(folder / "report.json"), (folder / "report.json").string()});
+        out.push_back(
+            {folder.filename().string(), load_report(folder / "report.json"), (folder / "report.json").string()});
     return out;
 }
 

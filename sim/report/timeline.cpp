@@ -11,7 +11,8 @@ namespace {
 double us(std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 }  // namespace
 
-void Timeline::span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns, const std::string& detail) {
+void Timeline::span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns,
+                    const std::string& detail) {
     if (!tracks(uid)) return;
     events_.push_back({name, detail, start_ns, end_ns - start_ns, uid, true});
 }
@@ -59,11 +60,13 @@ void Timeline::write(std::ostream& out) const {
     };
     emit({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}});
     // One counter value, refilled for every sample: its keys are allocated once.
-    nlohmann::json counter = {{"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", 0.0}, {"args", nlohmann::json::object()}};
+    nlohmann::json counter = {
+        {"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", 0.0}, {"args", nlohmann::json::object()}};
     nlohmann::json& counter_ts = counter["ts"];
     nlohmann::json& counter_args = counter["args"];
     std::array<nlohmann::json*, model::kFormCount> form_bytes{};
-    for (model::Form f : model::kAllForms) form_bytes[static_cast<int>(f)] = &counter_args[std::string(model::form_name(f))];
+    for (model::Form f : model::kAllForms)
+        form_bytes[static_cast<int>(f)] = &counter_args[std::string(model::form_name(f))];
     nlohmann::json& state_table_bytes = counter_args["state_table"];
     auto sample = memory_samples_.begin();
     const auto samples_before = [&](std::size_t position) {
@@ -93,7 +96,8 @@ void Timeline::write(std::ostream& out) const {
             event["args"]["detail"] = dropped_instants_ > 0 && i == cap_event_
                                           ? "this and " + std::to_string(dropped_instants_ - 1) +
                                                 " later fault instants are not drawn: the timeline keeps the first " +
-                                                std::to_string(kMaxInstants) + " (report.json's faults_injected counts every one)"
+                                                std::to_string(kMaxInstants) +
+                                                " (report.json's faults_injected counts every one)"
                                           : e.detail;
         }
         emit(event);

@@ -19,7 +19,8 @@ public:
     explicit Timeline(std::uint32_t max_requests) : max_requests_(max_requests) {}
 
     bool tracks(std::uint32_t uid) const { return uid < max_requests_; }
-    void span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns, const std::string& detail = "");
+    void span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns,
+              const std::string& detail = "");
     // False once the instant cap is reached: callers then skip building details.
     bool takes_instants() const { return instants_ < kMaxInstants; }
     // A fault instant. Past the cap it is counted, not drawn; the first one past it leaves an

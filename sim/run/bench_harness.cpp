@@ -17,11 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/check/explorer.hpp"
+#include "sim/des/engine.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/run/bench_scenario.hpp"
 #include "sim/run/warm_world.hpp"
-#include "sim/check/explorer.hpp"
-#include "sim/des/engine.hpp"
 
 namespace kvcheck::sim {
 
@@ -36,7 +36,7 @@ constexpr double kPinEpochStatesPerSecondMin = 1'200'000;
 
 struct Timing {
     double wall_s = 0;
-    double cpu_s = 0;  // this thread's CPU time: what the wall time would be on an idle core
+    double cpu_s = 0;               // this thread's CPU time: what the wall time would be on an idle core
     std::uint64_t page_faults = 0;  // minor faults of this thread: fresh memory touched
 };
 
@@ -58,27 +58,27 @@ Timing timed(Work&& work) {
     const double cpu_start = thread_cpu_s();
     const std::uint64_t faults_start = thread_page_faults();
     work();
-    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(), thread_cpu_s() - cpu_start,
-            thread_page_faults() - faults_start};
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
+            thread_cpu_s() - cpu_start, thread_page_faults() - faults_start};
 }
-
 
 // The fastest of the repeats of one policy's replay, and what the replay did.
 struct Replay {
     Timing best{std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
-    Timing first;                    // the first repeat: the process had to fetch all its memory fresh
+    Timing first;  // the first repeat: the process had to fetch all its memory fresh
     std::uint64_t requests = 0;
     std::uint64_t events = 0;        // simulator events: arrivals, request steps, I/O completions, faults
     std::uint64_t block_events = 0;  // see block_events() below
     std::uint64_t final_state_hash = 0;
-    bool deterministic = true;       // every repeat ended in the same state
+    bool deterministic = true;  // every repeat ended in the same state
 };
 
 // Block events: state-table transitions that move one block between tiers or out of the table —
 // evictions of every form (rolling tails a slide released included), offloads started, loads
 // completed and loads failed. Creations are not counted: Metrics does not record them.
 std::uint64_t block_events(const Metrics& m) {
-    return std::accumulate(m.evictions.begin(), m.evictions.end(), std::uint64_t{0}) + m.offloads + m.loads + m.load_failures;
+    return std::accumulate(m.evictions.begin(), m.evictions.end(), std::uint64_t{0}) + m.offloads + m.loads +
+           m.load_failures;
 }
 
 void replay_once(const Scenario& scenario, const std::string& policy, Replay& into) {
@@ -152,7 +152,10 @@ std::uint64_t peak_rss_bytes() {
 double rate(std::uint64_t count, double seconds) { return static_cast<double>(count) / std::max(seconds, 1e-9); }
 
 nlohmann::json target(double value, double bound, bool at_least) {
-    return {{"value", value}, {"bound", bound}, {"at_least", at_least}, {"met", at_least ? value >= bound : value <= bound}};
+    return {{"value", value},
+            {"bound", bound},
+            {"at_least", at_least},
+            {"met", at_least ? value >= bound : value <= bound}};
 }
 
 }  // namespace
@@ -161,7 +164,8 @@ nlohmann::json run_bench(const BenchOptions& a) {
     if (!std::filesystem::is_regular_file(a.trace))
         throw InputError(a.trace, "", "trace not found: run tools/fetch-traces first (or pass --trace FILE)");
     const Scenario scenario = bench::bench_scenario(a.trace);
-    a.note("seed=" + std::to_string(scenario.seed) + " trace=" + a.trace + " preset=" + scenario.preset + " repeats=" + std::to_string(a.repeats));
+    a.note("seed=" + std::to_string(scenario.seed) + " trace=" + a.trace + " preset=" + scenario.preset +
+           " repeats=" + std::to_string(a.repeats));
     // The same validated replay with one state-table entry per block (extent_tokens 0): the
     // model without extents, for comparison.
     Scenario per_block = scenario;
@@ -171,7 +175,8 @@ nlohmann::json run_bench(const BenchOptions& a) {
     Replay blocks;
     // Alternating the replays exposes each to the same drift in machine load.
     for (std::uint32_t i = 0; i < a.repeats; ++i) {
-        a.note("bench: replay " + std::to_string(i + 1) + "/" + std::to_string(a.repeats) + " (validated, naive, validated with one entry per block)");
+        a.note("bench: replay " + std::to_string(i + 1) + "/" + std::to_string(a.repeats) +
+               " (validated, naive, validated with one entry per block)");
         replay_once(scenario, "validated", validated);
         replay_once(scenario, "naive", naive);
         replay_once(per_block, "validated", blocks);
@@ -201,7 +206,8 @@ nlohmann::json run_bench(const BenchOptions& a) {
         ExploreOptions explore_options;
         if (seconds > 0) explore_options.max_seconds = seconds;
         explore_options.stop_at_first = false;
-        return timed([&] { report = explore(named_scope(scope), model::find_policy("validated")->defenses, explore_options); });
+        return timed(
+            [&] { report = explore(named_scope(scope), model::find_policy("validated")->defenses, explore_options); });
     };
     ExploreReport explored;
     const Timing explore_time = explore_for("reference", a.explore_seconds, explored);
@@ -218,7 +224,8 @@ nlohmann::json run_bench(const BenchOptions& a) {
     // clock also counts the time other processes held the core. The ratio is on wall time, as asked.
     const double requests_per_s = rate(validated.requests, validated.best.cpu_s);
     const double over_naive = validated.best.wall_s / naive.best.wall_s;
-    const double index_share = static_cast<double>(table.index_heap_bytes) / static_cast<double>(std::max<std::uint64_t>(table.counts.index_entries_max, 1));
+    const double index_share = static_cast<double>(table.index_heap_bytes) /
+                               static_cast<double>(std::max<std::uint64_t>(table.counts.index_entries_max, 1));
     const double bytes_per_entry = static_cast<double>(sizeof(model::Segment)) + index_share;
 
     return {
@@ -229,36 +236,63 @@ nlohmann::json run_bench(const BenchOptions& a) {
         {"state_table_bytes_per_entry", bytes_per_entry},
         {"peak_rss_bytes", peak_rss_bytes()},
         {"replay",
-         {{"trace", a.trace}, {"preset", scenario.preset}, {"seed", scenario.seed}, {"repeats", a.repeats},
-          {"requests", validated.requests}, {"sim_events", validated.events}, {"block_events", validated.block_events},
+         {{"trace", a.trace},
+          {"preset", scenario.preset},
+          {"seed", scenario.seed},
+          {"repeats", a.repeats},
+          {"requests", validated.requests},
+          {"sim_events", validated.events},
+          {"block_events", validated.block_events},
           {"sim_events_per_s", rate(validated.events, validated.best.cpu_s)},
-          {"validated_wall_s", validated.best.wall_s}, {"validated_cpu_s", validated.best.cpu_s},
-          {"naive_wall_s", naive.best.wall_s}, {"naive_cpu_s", naive.best.cpu_s},
+          {"validated_wall_s", validated.best.wall_s},
+          {"validated_cpu_s", validated.best.cpu_s},
+          {"naive_wall_s", naive.best.wall_s},
+          {"naive_cpu_s", naive.best.cpu_s},
           {"requests_per_wall_s", rate(validated.requests, validated.best.wall_s)},
           {"validated_over_naive_cpu", validated.best.cpu_s / naive.best.cpu_s},
           {"extent_tokens", scenario.extent_tokens},
-          {"trace_read_cpu_s", read_time.cpu_s}, {"trace_records", records},
+          {"trace_read_cpu_s", read_time.cpu_s},
+          {"trace_records", records},
           {"requests_per_s_without_trace_reading", rate(validated.requests, validated.best.cpu_s - read_time.cpu_s)},
           {"validated_page_faults", validated.best.page_faults},
-          {"first_repeat", {{"cpu_s", validated.first.cpu_s}, {"requests_per_s", rate(validated.requests, validated.first.cpu_s)},
-                            {"page_faults", validated.first.page_faults}}},
-          {"one_entry_per_block", {{"cpu_s", blocks.best.cpu_s}, {"requests_per_s", rate(blocks.requests, blocks.best.cpu_s)},
-                                   {"sim_events", blocks.events}, {"block_events", blocks.block_events}}},
-          {"peak_rss_bytes", replay_peak_rss_bytes}, {"deterministic", validated.deterministic && naive.deterministic}}},
+          {"first_repeat",
+           {{"cpu_s", validated.first.cpu_s},
+            {"requests_per_s", rate(validated.requests, validated.first.cpu_s)},
+            {"page_faults", validated.first.page_faults}}},
+          {"one_entry_per_block",
+           {{"cpu_s", blocks.best.cpu_s},
+            {"requests_per_s", rate(blocks.requests, blocks.best.cpu_s)},
+            {"sim_events", blocks.events},
+            {"block_events", blocks.block_events}}},
+          {"peak_rss_bytes", replay_peak_rss_bytes},
+          {"deterministic", validated.deterministic && naive.deterministic}}},
         {"explorer",
-         {{"scope", "reference"}, {"states", explored.states}, {"transitions", explored.transitions},
-          {"wall_s", explore_time.wall_s}, {"cpu_s", explore_time.cpu_s},
-          {"states_per_cpu_s", rate(explored.states, explore_time.cpu_s)}, {"exhausted", explored.exhausted}}},
+         {{"scope", "reference"},
+          {"states", explored.states},
+          {"transitions", explored.transitions},
+          {"wall_s", explore_time.wall_s},
+          {"cpu_s", explore_time.cpu_s},
+          {"states_per_cpu_s", rate(explored.states, explore_time.cpu_s)},
+          {"exhausted", explored.exhausted}}},
         {"explorer_pin_epoch",
-         {{"scope", "pin-epoch"}, {"states", pin_epoch.states}, {"transitions", pin_epoch.transitions},
-          {"wall_s", pin_epoch_time.wall_s}, {"cpu_s", pin_epoch_time.cpu_s},
-          {"states_per_cpu_s", pin_epoch_rate}, {"exhausted", pin_epoch.exhausted}}},
+         {{"scope", "pin-epoch"},
+          {"states", pin_epoch.states},
+          {"transitions", pin_epoch.transitions},
+          {"wall_s", pin_epoch_time.wall_s},
+          {"cpu_s", pin_epoch_time.cpu_s},
+          {"states_per_cpu_s", pin_epoch_rate},
+          {"exhausted", pin_epoch.exhausted}}},
         {"state_table",
-         {{"segment_bytes", sizeof(model::Segment)}, {"index_bytes_per_entry", index_share},
-          {"heap_bytes_per_live_entry", static_cast<double>(table.table_heap_bytes) / static_cast<double>(std::max<std::uint64_t>(table.counts.live_segments_max, 1))},
-          {"live_entries_max", table.counts.live_segments_max}, {"index_entries_max", table.counts.index_entries_max},
+         {{"segment_bytes", sizeof(model::Segment)},
+          {"index_bytes_per_entry", index_share},
+          {"heap_bytes_per_live_entry",
+           static_cast<double>(table.table_heap_bytes) /
+               static_cast<double>(std::max<std::uint64_t>(table.counts.live_segments_max, 1))},
+          {"live_entries_max", table.counts.live_segments_max},
+          {"index_entries_max", table.counts.index_entries_max},
           {"index_heap_bytes", table.index_heap_bytes},
-          {"model_only_requests", table.requests}, {"model_only_steps", table.counts.steps},
+          {"model_only_requests", table.requests},
+          {"model_only_steps", table.counts.steps},
           {"model_only_requests_per_s", rate(table.requests, table.replay.wall_s)},
           {"model_only_requests_per_cpu_s", rate(table.requests, table.replay.cpu_s)}}},
         {"targets",

@@ -35,8 +35,9 @@ inline sim::Scenario bench_scenario(const std::string& trace) {
         f.rate_ppm = ppm;
         return f;
     };
-    s.faults = {rate(model::FaultClass::F2, 20'000), rate(model::FaultClass::F3, 20'000), rate(model::FaultClass::F4, 50'000),
-                rate(model::FaultClass::F6, 20'000), rate(model::FaultClass::F11, 20'000)};
+    s.faults = {rate(model::FaultClass::F2, 20'000), rate(model::FaultClass::F3, 20'000),
+                rate(model::FaultClass::F4, 50'000), rate(model::FaultClass::F6, 20'000),
+                rate(model::FaultClass::F11, 20'000)};
     s.faults[2].extra_latency_us = 40'000;
     return s;
 }

@@ -26,7 +26,8 @@ std::vector<TraceRecord> workload_of(const Scenario& s, std::uint64_t seed) {
     for (TraceRecord record; arrivals.next(record);) out.push_back(std::move(record));
     // A time the loader gives back unchanged (ms to ns truncates, so a round trip can lose 1 ns).
     for (TraceRecord& r : out)
-        for (int k = 0; k < 8 && from_ms(to_ms(r.arrival_ns)) != r.arrival_ns; ++k) r.arrival_ns = from_ms(to_ms(r.arrival_ns));
+        for (int k = 0; k < 8 && from_ms(to_ms(r.arrival_ns)) != r.arrival_ns; ++k)
+            r.arrival_ns = from_ms(to_ms(r.arrival_ns));
     return out;
 }
 
@@ -72,8 +73,10 @@ public:
         std::size_t hi = list.size();
         while (lo < hi && budget_left()) {
             const std::size_t mid = lo + (hi - lo) / 2;
-            if (fails({list.begin(), list.begin() + static_cast<std::ptrdiff_t>(mid)})) hi = mid;
-            else lo = mid + 1;
+            if (fails({list.begin(), list.begin() + static_cast<std::ptrdiff_t>(mid)}))
+                hi = mid;
+            else
+                lo = mid + 1;
         }
         return {list.begin(), list.begin() + static_cast<std::ptrdiff_t>(hi)};
     }
@@ -164,7 +167,9 @@ std::string shrink_target(const Scenario& scenario, const RunResult& failed, con
         return expect == nullptr || std::find(expect->holds.begin(), expect->holds.end(), name) != expect->holds.end();
     };
     const auto& violations = failed.metrics.invariant_violations;
-    if (const auto it = violations.find("OR1_ground_truth"); it != violations.end() && it->second > 0 && failing(it->first)) return it->first;
+    if (const auto it = violations.find("OR1_ground_truth");
+        it != violations.end() && it->second > 0 && failing(it->first))
+        return it->first;
     for (const auto& [name, count] : violations)
         if (count > 0 && failing(name)) return name;
     return "";
@@ -197,10 +202,10 @@ std::optional<ShrunkRun> shrink_run(const Scenario& scenario, const std::string&
     doc["name"] = scenario.name + "-counterexample";
     doc["policy"] = policy;
     doc["seed"] = seed;
-    doc["description"] = "Shrunk by kvcheck run from " + scenario.path + " under " + policy + ", seed " + std::to_string(seed) + ": " +
-                         std::to_string(list.size()) + " of " + std::to_string(all.size()) + " requests and " +
-                         std::to_string(faults.size()) + " of " + std::to_string(scenario.faults.size()) +
-                         " fault entries, still violating " + invariant + ".";
+    doc["description"] = "Shrunk by kvcheck run from " + scenario.path + " under " + policy + ", seed " +
+                         std::to_string(seed) + ": " + std::to_string(list.size()) + " of " +
+                         std::to_string(all.size()) + " requests and " + std::to_string(faults.size()) + " of " +
+                         std::to_string(scenario.faults.size()) + " fault entries, still violating " + invariant + ".";
 
     ShrunkRun out;
     out.scenario = std::move(doc);

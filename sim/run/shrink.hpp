@@ -20,13 +20,13 @@ namespace kvcheck::sim {
 inline constexpr std::uint32_t kShrinkRunBudget = 400;  // simulator runs one shrink may take
 
 struct ShrunkRun {
-    nlohmann::json scenario;       // the counterexample, ready to write
-    std::string invariant;         // the invariant it still violates
+    nlohmann::json scenario;  // the counterexample, ready to write
+    std::string invariant;    // the invariant it still violates
     std::size_t requests_before = 0;
     std::size_t requests_after = 0;
     std::size_t faults_before = 0;
     std::size_t faults_after = 0;
-    std::uint32_t runs = 0;        // simulator runs the shrink took
+    std::uint32_t runs = 0;  // simulator runs the shrink took
 };
 
 // Whether `run` violated `invariant` at least once.

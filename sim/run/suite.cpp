@@ -6,8 +6,8 @@
 #include <optional>
 #include <sstream>
 
-#include "sim/des/schedules.hpp"
 #include "model/policy.hpp"
+#include "sim/des/schedules.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/shell_word.hpp"
@@ -29,7 +29,8 @@ std::string case_folder(const std::string& base, const std::string& name, bool i
 }
 
 // The files one run writes into its folder.
-constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html", "/counterexample.json"};
+constexpr const char* kRunFiles[] = {"/report.json", "/metrics.prom", "/timeline.json", "/report.html",
+                                     "/counterexample.json"};
 
 // Throws InputError before any work when `dir` cannot take a run's files, or one of them is an
 // input (a scenario or trace named report.json in the output folder).
@@ -45,13 +46,16 @@ void write_outputs(const std::string& dir, const RunResult& r, const nlohmann::j
     const HeldSignals held;
     const std::string report_text = report.dump(2) + "\n";
     const std::string metrics_text = prometheus_text(r.info, r.metrics);
-    const std::string html_text = html ? report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}}) : "";
+    const std::string html_text =
+        html ? report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}}) : "";
     std::vector<std::pair<std::string, FileWriter>> files = {
         {dir + "/report.json", text_writer(report_text)},
         {dir + "/metrics.prom", text_writer(metrics_text)},
         {dir + "/timeline.json", [&r](std::ostream& out) { r.timeline.write(out); }}};
-    if (html) files.emplace_back(dir + "/report.html", text_writer(html_text));
-    else remove_stale(dir + "/report.html");
+    if (html)
+        files.emplace_back(dir + "/report.html", text_writer(html_text));
+    else
+        remove_stale(dir + "/report.html");
     write_files_atomic(files);
 }
 
@@ -68,7 +72,8 @@ void clear_other_results(const std::string& dir, const std::set<std::string>& ke
         remove_stale(compare_manifest_path(dir));
     }
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        if (!entry.is_directory(ec) || keep.count(entry.path().filename().string()) > 0 || !fs::exists(entry.path() / "report.json", ec))
+        if (!entry.is_directory(ec) || keep.count(entry.path().filename().string()) > 0 ||
+            !fs::exists(entry.path() / "report.json", ec))
             continue;
         for (const char* name : kRunFiles) remove_stale(entry.path().string() + name);
         if (fs::is_empty(entry.path(), ec)) fs::remove(entry.path(), ec);
@@ -78,8 +83,8 @@ void clear_other_results(const std::string& dir, const std::set<std::string>& ke
 // A failed run that violated an invariant leaves DIR/counterexample.json: the run shrunk to a
 // small scenario (sim/run/shrink.hpp) that still violates it, checked by loading the written file
 // and running it again. Any other run removes an earlier one. Returns the line to print.
-std::string write_counterexample(const std::string& dir, const Scenario& scenario, const std::string& policy, std::uint64_t seed,
-                                 const RunResult& result, bool failed) {
+std::string write_counterexample(const std::string& dir, const Scenario& scenario, const std::string& policy,
+                                 std::uint64_t seed, const RunResult& result, bool failed) {
     const std::string file = dir + "/counterexample.json";
     const std::string invariant = failed ? shrink_target(scenario, result, expectation_for(scenario, policy)) : "";
     if (invariant.empty()) {
@@ -100,15 +105,16 @@ std::string write_counterexample(const std::string& dir, const Scenario& scenari
         remove_stale(file);
         return "counterexample: none written (the shrunk scenario did not violate " + invariant + " when loaded again)";
     }
-    return "counterexample: " + file + " (" + std::to_string(shrunk->requests_after) + " of " + std::to_string(shrunk->requests_before) +
-           " requests, " + std::to_string(shrunk->faults_after) + " of " + std::to_string(shrunk->faults_before) + " fault entries, " +
-           invariant + "; " + std::to_string(shrunk->runs) + " runs); replay: kvcheck run " + shell_word(file);
+    return "counterexample: " + file + " (" + std::to_string(shrunk->requests_after) + " of " +
+           std::to_string(shrunk->requests_before) + " requests, " + std::to_string(shrunk->faults_after) + " of " +
+           std::to_string(shrunk->faults_before) + " fault entries, " + invariant + "; " +
+           std::to_string(shrunk->runs) + " runs); replay: kvcheck run " + shell_word(file);
 }
 
 // Runs one scenario file under `policy_name` ("" = its own); with `per_policy` the outputs go
 // into a subfolder named after the policy.
-CaseResult run_case(const std::string& path, const SuiteOptions& args, bool in_suite, const std::string& policy_name, bool per_policy,
-                    const CaseHooks& hooks) {
+CaseResult run_case(const std::string& path, const SuiteOptions& args, bool in_suite, const std::string& policy_name,
+                    bool per_policy, const CaseHooks& hooks) {
     CaseResult c;
     c.path = path;
     c.name = std::filesystem::path(path).stem().string();
@@ -141,11 +147,14 @@ CaseResult run_case(const std::string& path, const SuiteOptions& args, bool in_s
         return c;
     }
     c.report = report_json(result.info, result.metrics);
-    c.out_dir = args.out.empty() || !per_policy ? case_folder(args.out, c.name, in_suite) : case_folder(args.out, c.name, in_suite) + "/" + c.policy;
+    c.out_dir = args.out.empty() || !per_policy ? case_folder(args.out, c.name, in_suite)
+                                                : case_folder(args.out, c.name, in_suite) + "/" + c.policy;
     if (!c.out_dir.empty()) write_outputs(c.out_dir, result, c.report, args.html);
     c.failures = judge_run(expectation_for(scenario, c.policy), c.report);
     c.reproduce = reproduce_command(path, c.policy, c.seed, args.overrides);
-    if (!c.out_dir.empty()) c.counterexample_note = write_counterexample(c.out_dir, scenario, c.policy, c.seed, result, !c.failures.empty());
+    if (!c.out_dir.empty())
+        c.counterexample_note =
+            write_counterexample(c.out_dir, scenario, c.policy, c.seed, result, !c.failures.empty());
     c.steps = result.metrics.events;
     c.first_violation = result.metrics.first_violation;
     c.schedules_written = result.schedules_written;
@@ -162,11 +171,11 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
         errors += c.error.empty() ? 0 : 1;
     }
     std::ostringstream x;
-    x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << cases.size() << "\" failures=\""
-      << failures << "\" errors=\"" << errors << "\">\n";
+    x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << cases.size()
+      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\">\n";
     for (const CaseResult& c : cases) {
-        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << svg::escape(c.name + c.policy_tag) << "\" file=\"" << svg::escape(c.path)
-          << "\" time=\"" << c.seconds << "\">\n";
+        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << svg::escape(c.name + c.policy_tag) << "\" file=\""
+          << svg::escape(c.path) << "\" time=\"" << c.seconds << "\">\n";
         if (!c.error.empty()) x << "    <error message=\"" << svg::escape(c.error) << "\"/>\n";
         if (!c.failures.empty()) {
             std::string text;
@@ -223,8 +232,10 @@ std::vector<std::string> suite_paths(const std::string& target, bool folder) {
 
 }  // namespace
 
-std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed, const std::vector<Override>& overrides) {
-    std::string out = "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
+std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed,
+                              const std::vector<Override>& overrides) {
+    std::string out =
+        "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
     for (const Override& o : overrides) out += " --set " + shell_word(o.text);
     return out;
 }
@@ -232,22 +243,27 @@ std::string reproduce_command(const std::string& path, const std::string& policy
 int SuiteResult::exit_code() const {
     int code = 0;
     for (const CaseResult& c : cases) {
-        if (!c.error.empty()) code = 2;
-        else if (!c.failures.empty() && code == 0) code = 1;
+        if (!c.error.empty())
+            code = 2;
+        else if (!c.failures.empty() && code == 0)
+            code = 1;
     }
     return code;
 }
 
 std::size_t SuiteResult::passed() const {
-    return static_cast<std::size_t>(std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return c.error.empty() && c.failures.empty(); }));
+    return static_cast<std::size_t>(std::count_if(
+        cases.begin(), cases.end(), [](const CaseResult& c) { return c.error.empty() && c.failures.empty(); }));
 }
 
 nlohmann::json SuiteResult::reports_json(bool expected_policies) const {
     nlohmann::json all = nlohmann::json::object();
     for (const CaseResult& c : cases) {
         if (!c.error.empty()) continue;
-        if (expected_policies) all[valid_utf8(c.name)]["policies"][c.policy] = c.report;
-        else all[valid_utf8(c.name)] = c.report;
+        if (expected_policies)
+            all[valid_utf8(c.name)]["policies"][c.policy] = c.report;
+        else
+            all[valid_utf8(c.name)] = c.report;
     }
     return nlohmann::json{{"scenarios", all}};
 }
@@ -356,7 +372,8 @@ std::vector<ComparedPolicy> run_compare(const CompareOptions& args, const Compar
         options.policy = name;
         options.seed = seed;
         options.seed_given = true;
-        if (hooks.progress) options.progress = [&](std::uint64_t finished, std::uint64_t) { hooks.progress(name, finished); };
+        if (hooks.progress)
+            options.progress = [&](std::uint64_t finished, std::uint64_t) { hooks.progress(name, finished); };
         const RunResult result = run_scenario(scenario, options);
         ComparedPolicy p;
         p.policy = name;
@@ -365,11 +382,14 @@ std::vector<ComparedPolicy> run_compare(const CompareOptions& args, const Compar
         // Judged as `run` judges it: by the policy's expectation, else strictly.
         p.failures = judge_run(expectation_for(scenario, name), p.report);
         if (!p.failures.empty()) p.reproduce = reproduce_command(args.target, name, seed, args.overrides);
-        if (!args.out.empty()) p.counterexample_note = write_counterexample(args.out + "/" + name, scenario, name, seed, result, !p.failures.empty());
+        if (!args.out.empty())
+            p.counterexample_note =
+                write_counterexample(args.out + "/" + name, scenario, name, seed, result, !p.failures.empty());
         if (hooks.finished) hooks.finished(p);
         out.push_back(std::move(p));
     }
-    if (!args.out.empty()) write_file_atomic(compare_manifest_path(args.out), compare_manifest_text({args.target, seed, args.policies}));
+    if (!args.out.empty())
+        write_file_atomic(compare_manifest_path(args.out), compare_manifest_text({args.target, seed, args.policies}));
     return out;
 }
 

@@ -20,8 +20,8 @@
 namespace kvcheck::sim {
 
 struct SuiteOptions {
-    std::string target;  // a scenario file, or a folder of *.json scenarios
-    std::string policy;  // "" = each scenario's own
+    std::string target;      // a scenario file, or a folder of *.json scenarios
+    std::string policy;      // "" = each scenario's own
     std::uint64_t seed = 0;  // 0 = each scenario's own
     std::string out;
     std::string schedules;  // --export-schedules
@@ -38,7 +38,7 @@ struct CaseResult {
     std::string path;
     std::string policy;
     std::uint64_t seed = 0;
-    std::string error;  // bad input: the case did not run
+    std::string error;                  // bad input: the case did not run
     std::vector<std::string> failures;  // expectations that did not hold
     std::vector<std::string> warnings;  // the messages of report.json's warnings
     std::string reproduce;
@@ -57,7 +57,7 @@ struct CaseHooks {
     // The scenario loaded and is about to run (path, scenario name, policy, seed).
     std::function<void(const std::string&, const std::string&, const std::string&, std::uint64_t)> started;
     std::function<void(std::uint64_t, std::uint64_t)> progress;  // (requests finished, events)
-    std::function<void(const CaseResult&)> finished;            // also for a case that did not run
+    std::function<void(const CaseResult&)> finished;             // also for a case that did not run
 };
 
 struct SuiteResult {
@@ -95,7 +95,7 @@ struct ComparedPolicy {
 };
 
 struct CompareHooks {
-    std::function<void(std::uint64_t)> started;  // the seed every policy runs with
+    std::function<void(std::uint64_t)> started;                       // the seed every policy runs with
     std::function<void(const std::string&, std::uint64_t)> progress;  // (policy, requests finished)
     std::function<void(const ComparedPolicy&)> finished;
 };

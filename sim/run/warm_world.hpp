@@ -16,8 +16,8 @@ namespace kvcheck::bench {
 
 // The request spec the engine builds for a trace record (sim/des/engine.cpp, arrive()).
 inline std::shared_ptr<const model::RequestSpec> spec_of(const sim::TraceRecord& record, std::uint32_t uid) {
-    return std::make_shared<model::RequestSpec>(
-        model::make_request_spec(uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
+    return std::make_shared<model::RequestSpec>(model::make_request_spec(uid, record.block_ids, record.block_tokens,
+                                                                         record.input_tokens, record.output_tokens));
 }
 
 // What a replay did: model steps applied, and the state table's fullest point after any step.
@@ -72,8 +72,11 @@ inline WarmWorld warm_world(const std::string& trace_path, const std::string& pr
     KV_ASSERT(config != nullptr, "unknown preset " + preset);
     model::Limits limits;
     limits.gpu_budget_bytes = gpu_budget_bytes;
-    WarmWorld warm{model::World(std::make_shared<model::ModelConfig>(*config), defenses, limits, model::Rollout::cross_request),
-                   {}, {}, 0};
+    WarmWorld warm{
+        model::World(std::make_shared<model::ModelConfig>(*config), defenses, limits, model::Rollout::cross_request),
+        {},
+        {},
+        0};
     sim::TraceOptions options;
     options.format = sim::guess_trace_format(trace_path);
     const auto reader = sim::TraceReader::open(trace_path, options);

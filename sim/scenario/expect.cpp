@@ -24,13 +24,14 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
     f.finish();
     if (value.is_object() && !b.min && !b.max) problems.add(pointer, "expected a bound: \"min\", \"max\" or both");
     if (b.min && b.max && *b.min > *b.max)
-        problems.add(pointer, "min " + nlohmann::json(*b.min).dump() + " is above max " + nlohmann::json(*b.max).dump() + "; no value can pass");
+        problems.add(pointer, "min " + nlohmann::json(*b.min).dump() + " is above max " +
+                                  nlohmann::json(*b.max).dump() + "; no value can pass");
     return b;
 }
 
-// miss_reasons.FORM.REASON (and miss_tokens.FORM.REASON) must name a pair the run can count: a form and a reason the matcher
-// files under it (model::miss_form), or any.stale_epoch. Any other pair would stay 0 for ever, so
-// a bound on it would test nothing.
+// miss_reasons.FORM.REASON (and miss_tokens.FORM.REASON) must name a pair the run can count: a form and a reason the
+// matcher files under it (model::miss_form), or any.stale_epoch. Any other pair would stay 0 for ever, so a bound on it
+// would test nothing.
 void check_miss_reason_path(const std::string& path, const std::string& pointer, Problems& problems) {
     const std::size_t first = path.find('.');
     const std::string rest = first == std::string::npos ? "" : path.substr(first + 1);
@@ -39,11 +40,13 @@ void check_miss_reason_path(const std::string& path, const std::string& pointer,
     const std::string reason = dot == std::string::npos ? "" : rest.substr(dot + 1);
     const std::string figure = path.substr(0, first);  // miss_reasons or miss_tokens
     if (form == "any" && figure == "miss_tokens") {
-        problems.add(pointer, "\"" + path + "\" is never counted: a stale revalidation cuts no tokens at a first lookup");
+        problems.add(pointer,
+                     "\"" + path + "\" is never counted: a stale revalidation cuts no tokens at a first lookup");
         return;
     }
     if (form == "any") {
-        if (reason != "stale_epoch") problems.add(pointer, "\"" + path + "\" is never counted: the only reason filed under any is stale_epoch");
+        if (reason != "stale_epoch")
+            problems.add(pointer, "\"" + path + "\" is never counted: the only reason filed under any is stale_epoch");
         return;
     }
     const std::optional<model::Form> f = model::form_from_name(form);
@@ -60,14 +63,17 @@ void check_miss_reason_path(const std::string& path, const std::string& pointer,
         const auto each = static_cast<model::MissReason>(i);
         const std::string name(model::miss_reason_name(each));
         reasons += (reasons.empty() ? "" : ", ") + name;
-        if (model::miss_form(model::Form::compressed_kv, each) == model::Form::on_disk_prefix) on_disk += (on_disk.empty() ? "" : " and ") + name;
+        if (model::miss_form(model::Form::compressed_kv, each) == model::Form::on_disk_prefix)
+            on_disk += (on_disk.empty() ? "" : " and ") + name;
         if (name == reason) r = each;
     }
     if (!r) {
-        problems.add(pointer, "\"" + path + "\": expected a reason after " + form + ", one of " + reasons + " (stale_epoch only under any)");
+        problems.add(pointer, "\"" + path + "\": expected a reason after " + form + ", one of " + reasons +
+                                  " (stale_epoch only under any)");
         return;
     }
-    if (*f == model::Form::on_disk_prefix && model::miss_form(model::Form::compressed_kv, *r) != model::Form::on_disk_prefix)
+    if (*f == model::Form::on_disk_prefix &&
+        model::miss_form(model::Form::compressed_kv, *r) != model::Form::on_disk_prefix)
         problems.add(pointer, "\"" + path + "\" is never counted: only " + on_disk + " are filed under on_disk_prefix");
     else if (*f != model::Form::on_disk_prefix && model::miss_form(*f, *r) != *f)
         problems.add(pointer, "\"" + path + "\" is never counted: " + reason +
@@ -90,13 +96,15 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
             m.evictions_last_copy.fill(1);
             for (auto& by_form : m.evictions_by_cause) by_form.fill(1);
             m.faults.fill(1);
-            for (const model::InvariantInfo& info : model::invariant_catalogue()) m.first_violation[std::string(info.name)] = "";
+            for (const model::InvariantInfo& info : model::invariant_catalogue())
+                m.first_violation[std::string(info.name)] = "";
             out[bits] = report_json(RunInfo{}, m);
         }
         return out;
     }();
     for (const std::string_view by_reason : {"miss_reasons", "miss_tokens"})
-        if (path.compare(0, by_reason.size(), by_reason) == 0 && (path.size() == by_reason.size() || path[by_reason.size()] == '.'))
+        if (path.compare(0, by_reason.size(), by_reason) == 0 &&
+            (path.size() == by_reason.size() || path[by_reason.size()] == '.'))
             return check_miss_reason_path(path, pointer, problems);
     const bool sessions = s.sessions.enabled;
     const bool samples = s.samples > 1;
@@ -111,8 +119,9 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
         static constexpr std::string_view kSessionsKey = "sessions";
         static constexpr std::string_view kSamplesKey = "samples_forked";
         if (walked.empty() && ((!sessions && key == kSessionsKey) || (!samples && key == kSamplesKey))) {
-            problems.add(pointer, "\"" + path + "\" is in report.json only when " +
-                                      (key == kSessionsKey ? "workload.sessions is on" : "workload.samples is above 1"));
+            problems.add(pointer,
+                         "\"" + path + "\" is in report.json only when " +
+                             (key == kSessionsKey ? "workload.sessions is on" : "workload.samples is above 1"));
             return;
         }
         if (key.empty() || !node->is_object() || !node->contains(key)) {
@@ -121,7 +130,9 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
                 for (const auto& [name, child] : node->items())
                     if (child.is_number() || child.is_object()) known += (known.empty() ? "" : ", ") + name;
             problems.add(pointer, "\"" + path + "\" names no number in report.json" +
-                                      (known.empty() ? std::string() : " (known" + (walked.empty() ? "" : " under " + walked) + ": " + known + ")"));
+                                      (known.empty() ? std::string()
+                                                     : " (known" + (walked.empty() ? "" : " under " + walked) + ": " +
+                                                           known + ")"));
             return;
         }
         node = &(*node)[key];
@@ -141,8 +152,10 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     }
     for (std::size_t i = 0; i < value.size(); ++i) {
         const std::string name = value[i].is_string() ? value[i].get<std::string>() : "";
-        if (!model::is_invariant(name)) problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + value[i].dump());
-        else out.push_back(name);
+        if (!model::is_invariant(name))
+            problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + value[i].dump());
+        else
+            out.push_back(name);
     }
     return out;
 }
@@ -155,7 +168,8 @@ std::string bound_text(double x) {
 
 }  // namespace
 
-Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, const Scenario& s, Problems& problems) {
+Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, const Scenario& s,
+                              Problems& problems) {
     Expectation e;
     if (!value.is_object()) {
         problems.add(pointer, "expected an object of expectations");
@@ -163,8 +177,10 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
     }
     for (const auto& [key, item] : value.items()) {
         const std::string at = pointer + "/" + pointer_escape(key);
-        if (key == "violates") e.violates = invariant_list(item, at, problems);
-        else if (key == "holds") e.holds = invariant_list(item, at, problems);
+        if (key == "violates")
+            e.violates = invariant_list(item, at, problems);
+        else if (key == "holds")
+            e.holds = invariant_list(item, at, problems);
         else {
             check_report_path(key, at, s, problems);
             e.metrics[key] = parse_bound(item, at, problems);
@@ -172,7 +188,8 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
     }
     for (std::size_t i = 0; i < e.violates.size(); ++i)
         if (std::find(e.holds.begin(), e.holds.end(), e.violates[i]) != e.holds.end())
-            problems.add(pointer + "/violates", e.violates[i] + " is in holds too; expected each invariant in holds or in violates, not both");
+            problems.add(pointer + "/violates",
+                         e.violates[i] + " is in holds too; expected each invariant in holds or in violates, not both");
     return e;
 }
 
@@ -190,14 +207,16 @@ std::vector<std::string> judge_run(const Expectation* expect, const nlohmann::js
             if (count.get<std::uint64_t>() > 0)
                 failures.push_back(name + " violated " + std::to_string(count.get<std::uint64_t>()) + " times");
         if (report["silent_corruptions"].get<std::uint64_t>() > 0)
-            failures.push_back(std::to_string(report["silent_corruptions"].get<std::uint64_t>()) + " silent corruptions");
+            failures.push_back(std::to_string(report["silent_corruptions"].get<std::uint64_t>()) +
+                               " silent corruptions");
         return failures;
     }
     for (const std::string& name : expect->violates)
         if (violations.value(name, 0ULL) == 0) failures.push_back("expected " + name + " to be violated, it held");
     for (const std::string& name : expect->holds)
         if (violations.value(name, 0ULL) > 0)
-            failures.push_back("expected " + name + " to hold, it was violated " + std::to_string(violations[name].get<std::uint64_t>()) + " times");
+            failures.push_back("expected " + name + " to hold, it was violated " +
+                               std::to_string(violations[name].get<std::uint64_t>()) + " times");
     // The maps a report fills with what a run counted: a name the loader took (one a run can count)
     // that this run never counted is 0, not absent.
     static const nlohmann::json kNotCounted = 0;

@@ -16,7 +16,8 @@ struct Problems;
 // Reads the `expect` entry at `pointer` (one policy's), recording every problem: a bound must
 // name a number report.json has for a run of `s` (a miss reason the matcher can file), an
 // invariant list names known invariants.
-Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, const Scenario& s, Problems& problems);
+Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, const Scenario& s,
+                              Problems& problems);
 
 // The expectation that applies to `policy`, if the scenario has one.
 const Expectation* expectation_for(const Scenario& scenario, const std::string& policy);

@@ -2,17 +2,16 @@
 // first, `validate_scenario` returns them all. docs/scenario.schema.json mirrors these rules.
 #include "sim/scenario/scenario.hpp"
 
-#include "model/invariants.hpp"
-
 #include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <regex>
 
-#include "sim/scenario/expect.hpp"
+#include "model/invariants.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/json_fields.hpp"
 #include "sim/report/metrics.hpp"
+#include "sim/scenario/expect.hpp"
 
 namespace kvcheck::sim {
 
@@ -43,7 +42,8 @@ model::CacheGroup parse_group(const nlohmann::json& value, const std::string& po
 void parse_model(const nlohmann::json& value, Scenario& s, Problems& problems) {
     if (value.is_string()) {
         s.preset = value.get<std::string>();
-        if (const model::ModelConfig* p = model::find_preset(s.preset)) s.model = *p;
+        if (const model::ModelConfig* p = model::find_preset(s.preset))
+            s.model = *p;
         else {
             std::string names;
             for (const auto& c : model::presets()) names += (names.empty() ? "" : ", ") + c.name;
@@ -82,10 +82,13 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
         std::error_code ec;
         const std::filesystem::file_status status = std::filesystem::status(s.trace_path, ec);
         if (!std::filesystem::exists(status))
-            problems.add("/workload/trace", "trace file " + s.trace_path + " does not exist (for public traces run tools/fetch-traces)");
+            problems.add("/workload/trace",
+                         "trace file " + s.trace_path + " does not exist (for public traces run tools/fetch-traces)");
         else if (!std::filesystem::is_regular_file(status))
             problems.add("/workload/trace", "trace file " + s.trace_path +
-                                                (std::filesystem::is_directory(status) ? " is a directory" : " is not a regular file (a FIFO, device or socket)") +
+                                                (std::filesystem::is_directory(status)
+                                                     ? " is a directory"
+                                                     : " is not a regular file (a FIFO, device or socket)") +
                                                 ", expected a trace file");
     }
     // As on the command line, a .csv trace is Azure unless the format is named.
@@ -99,9 +102,11 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
     s.trace.seed = s.seed;
     if (trace.empty())  // they say how to read a trace; the requests list is replayed whole
         for (const std::string key : {"format", "time_unit", "limit"})
-            if (f.has(key)) problems.add("/workload/" + key, "only a trace takes \"" + key + "\", and this workload has none");
+            if (f.has(key))
+                problems.add("/workload/" + key, "only a trace takes \"" + key + "\", and this workload has none");
     if (const nlohmann::json* list = f.raw("requests")) {
-        if (!list->is_array()) problems.add("/workload/requests", "expected an array of requests");
+        if (!list->is_array())
+            problems.add("/workload/requests", "expected an array of requests");
         else
             for (std::size_t i = 0; i < list->size(); ++i) {
                 const std::string at = "/workload/requests/" + std::to_string(i);
@@ -109,18 +114,22 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
                 TraceRecord rec;
                 rec.arrival_ns = ms_to_ns(r.number("at_ms", 0, 0, kArrivalMaxMs));
                 rec.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 1, 1, kInputTokensMax));
-                rec.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
-                rec.block_tokens = static_cast<std::uint32_t>(r.unsigned_number("block_tokens", s.trace.block_tokens, 1, kBlockTokensMax));
+                rec.output_tokens =
+                    static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
+                rec.block_tokens = static_cast<std::uint32_t>(
+                    r.unsigned_number("block_tokens", s.trace.block_tokens, 1, kBlockTokensMax));
                 rec.block_ids = r.unsigned_list("blocks", ~0ULL);
                 rec.line = i;
                 const std::uint32_t needed = blocks_for(rec.input_tokens, rec.block_tokens);
                 if (rec.block_ids.empty())  // no ids given: the request shares nothing
-                    for (std::uint32_t b = 0; b < needed; ++b) rec.block_ids.push_back((std::uint64_t{i + 1} << 40) | b);
+                    for (std::uint32_t b = 0; b < needed; ++b)
+                        rec.block_ids.push_back((std::uint64_t{i + 1} << 40) | b);
                 if (rec.block_ids.size() != needed)
-                    problems.add(at + "/blocks", "expected " + std::to_string(needed) + (needed == 1 ? " block id" : " block ids") +
-                                                      " for " + std::to_string(rec.input_tokens) +
-                                                      (rec.input_tokens == 1 ? " token" : " tokens") + ", got " +
-                                                      std::to_string(rec.block_ids.size()));
+                    problems.add(at + "/blocks", "expected " + std::to_string(needed) +
+                                                     (needed == 1 ? " block id" : " block ids") + " for " +
+                                                     std::to_string(rec.input_tokens) +
+                                                     (rec.input_tokens == 1 ? " token" : " tokens") + ", got " +
+                                                     std::to_string(rec.block_ids.size()));
                 s.requests.push_back(std::move(rec));
                 r.finish();
             }
@@ -131,7 +140,8 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
         if (sessions->is_boolean()) {
             s.sessions.enabled = sessions->get<bool>();
         } else if (!sessions->is_object()) {
-            problems.add("/workload/sessions", "expected true, false or an object of session options, got " + json_type_name(*sessions));
+            problems.add("/workload/sessions",
+                         "expected true, false or an object of session options, got " + json_type_name(*sessions));
         } else {
             Fields o(*sessions, "/workload/sessions", problems);
             s.sessions.enabled = o.flag("enabled", true);
@@ -140,7 +150,8 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
         }
     }
     f.finish();
-    if (s.trace_path.empty() && s.requests.empty()) problems.add("/workload", "expected a \"trace\" or a non-empty \"requests\" list");
+    if (s.trace_path.empty() && s.requests.empty())
+        problems.add("/workload", "expected a \"trace\" or a non-empty \"requests\" list");
 }
 
 TierConfig parse_tier(const nlohmann::json& value, const std::string& pointer, TierConfig t, Problems& problems) {
@@ -158,8 +169,10 @@ void parse_storage(const nlohmann::json& value, Scenario& s, Problems& problems)
     Fields f(value, "/storage", problems);
     // One budget: with both, one would be dropped without a word (a --set of the other key too).
     if (f.has("gpu_budget_gib") && f.has("gpu_budget_bytes"))
-        problems.add("/storage/gpu_budget_bytes", "the GPU budget is given twice, in gpu_budget_gib and gpu_budget_bytes; expected one of them");
-    if (auto gib = f.optional_number("gpu_budget_gib", 1e-9, 1e6)) s.gpu_budget_bytes = static_cast<std::uint64_t>(*gib * (1ULL << 30));
+        problems.add("/storage/gpu_budget_bytes",
+                     "the GPU budget is given twice, in gpu_budget_gib and gpu_budget_bytes; expected one of them");
+    if (auto gib = f.optional_number("gpu_budget_gib", 1e-9, 1e6))
+        s.gpu_budget_bytes = static_cast<std::uint64_t>(*gib * (1ULL << 30));
     s.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.gpu_budget_bytes, 1, 1ULL << 56);
     if (const nlohmann::json* h = f.raw("host")) s.host = parse_tier(*h, "/storage/host", s.host, problems);
     if (const nlohmann::json* d = f.raw("disk")) s.disk = parse_tier(*d, "/storage/disk", s.disk, problems);
@@ -175,8 +188,10 @@ void parse_compute(const nlohmann::json& value, Scenario& s, Problems& problems)
     s.prefill_tokens_per_s = f.number("prefill_tokens_per_s", s.prefill_tokens_per_s, 1, 1e12);
     s.decode_ms_per_token = f.number("decode_ms_per_token", s.decode_ms_per_token, 0, 1e6);
     s.validate_gap_us = f.unsigned_number("validate_gap_us", s.validate_gap_us, 0, 1ULL << 32);
-    if (const std::optional<std::uint64_t> wait = f.optional_unsigned("max_load_wait_us", 0, 1ULL << 40)) s.max_load_wait_us = wait;
-    s.fail_on_load_failure = f.choice("load_failure_policy", s.fail_on_load_failure ? "fail" : "recompute", {"recompute", "fail"}) == "fail";
+    if (const std::optional<std::uint64_t> wait = f.optional_unsigned("max_load_wait_us", 0, 1ULL << 40))
+        s.max_load_wait_us = wait;
+    s.fail_on_load_failure =
+        f.choice("load_failure_policy", s.fail_on_load_failure ? "fail" : "recompute", {"recompute", "fail"}) == "fail";
     s.capture_graphs = f.flag("capture_graphs", s.capture_graphs);
     f.finish();
 }
@@ -187,64 +202,89 @@ void parse_faults(const nlohmann::json& value, Scenario& s, Problems& problems) 
         return;
     }
     std::vector<std::string> names;
-    for (int i = 0; i < model::kFaultClassCount; ++i) names.emplace_back(model::fault_name(static_cast<model::FaultClass>(i)));
+    for (int i = 0; i < model::kFaultClassCount; ++i)
+        names.emplace_back(model::fault_name(static_cast<model::FaultClass>(i)));
     for (std::size_t i = 0; i < value.size(); ++i) {
         const std::string at = "/faults/" + std::to_string(i);
         Fields f(value[i], at, problems);
         FaultSpec spec;
         const std::string name = f.choice("fault", "F1", names);
         for (int k = 0; k < model::kFaultClassCount; ++k)
-            if (name == model::fault_name(static_cast<model::FaultClass>(k))) spec.fault = static_cast<model::FaultClass>(k);
+            if (name == model::fault_name(static_cast<model::FaultClass>(k)))
+                spec.fault = static_cast<model::FaultClass>(k);
         spec.rate_ppm = static_cast<std::uint32_t>(f.unsigned_number("rate_ppm", 0, 0, 1'000'000));
         // F2 says how a transfer fails; F5 which change it makes; F6 and F10 what happens to the
         // segment they hit.
         if (f.raw("mode") != nullptr) {
-            if (spec.fault != model::FaultClass::F2) problems.add(at + "/mode", name + " has no modes (only F2 takes \"mode\")");
-            else if (const std::string mode = f.choice("mode", "error", {"error", "partial", "timeout"}); mode != "error")
+            if (spec.fault != model::FaultClass::F2)
+                problems.add(at + "/mode", name + " has no modes (only F2 takes \"mode\")");
+            else if (const std::string mode = f.choice("mode", "error", {"error", "partial", "timeout"});
+                     mode != "error")
                 spec.action = mode == "partial" ? FaultAction::partial : FaultAction::timeout;
         }
         if (f.raw("change") != nullptr) {
-            if (spec.fault != model::FaultClass::F5) problems.add(at + "/change", name + " makes no model change (only F5 takes \"change\")");
-            else spec.action = f.choice("change", "weights", {"weights", "layout"}) == "weights" ? FaultAction::weights : FaultAction::layout;
+            if (spec.fault != model::FaultClass::F5)
+                problems.add(at + "/change", name + " makes no model change (only F5 takes \"change\")");
+            else
+                spec.action = f.choice("change", "weights", {"weights", "layout"}) == "weights" ? FaultAction::weights
+                                                                                                : FaultAction::layout;
         }
         if (f.raw("action") != nullptr) {
             if (spec.fault != model::FaultClass::F6 && spec.fault != model::FaultClass::F10) {
                 problems.add(at + "/action", name + " has no actions to choose from (only F6 and F10 take \"action\")");
             } else {
-                const std::string action = f.choice("action", spec.fault == model::FaultClass::F6 ? "evict" : "migrate", {"evict", "offload", "migrate"});
-                spec.action = action == "evict" ? FaultAction::evict : action == "offload" ? FaultAction::offload : FaultAction::migrate;
+                const std::string action = f.choice("action", spec.fault == model::FaultClass::F6 ? "evict" : "migrate",
+                                                    {"evict", "offload", "migrate"});
+                spec.action = action == "evict"     ? FaultAction::evict
+                              : action == "offload" ? FaultAction::offload
+                                                    : FaultAction::migrate;
             }
         }
         if (auto ms = f.optional_number("at_ms", 0, kArrivalMaxMs)) spec.at_ns = ms_to_ns(*ms);
         spec.at_event = f.optional_unsigned("at_event", 1, 1ULL << 48);  // the counter is 1 at the first event
-        if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu)) spec.at_request = static_cast<std::uint32_t>(*r);
+        if (auto r = f.optional_unsigned("at_request", 0, 0xFFFFFFFEu))
+            spec.at_request = static_cast<std::uint32_t>(*r);
         spec.count = static_cast<std::uint32_t>(f.unsigned_number("count", 1, 1, 1'000'000));
         if (f.raw("target") != nullptr) {
-            const bool damages = spec.fault == model::FaultClass::F1 || spec.fault == model::FaultClass::F3 || spec.fault == model::FaultClass::F11;
-            if (!damages) problems.add(at + "/target", name + " chooses no segment by recency (only F1, F3 and F11 take \"target\")");
+            const bool damages = spec.fault == model::FaultClass::F1 || spec.fault == model::FaultClass::F3 ||
+                                 spec.fault == model::FaultClass::F11;
+            if (!damages)
+                problems.add(at + "/target",
+                             name + " chooses no segment by recency (only F1, F3 and F11 take \"target\")");
             else if (!spec.at_ns && !spec.at_event)
-                problems.add(at + "/target", "only a scheduled firing (at_ms or at_event) takes \"target\"; a rate or at_request firing aims at the request's plan");
-            else if (f.choice("target", "coldest", {"coldest", "hottest"}) == "hottest") spec.target = FaultTarget::hottest;
+                problems.add(at + "/target", "only a scheduled firing (at_ms or at_event) takes \"target\"; a rate or "
+                                             "at_request firing aims at the request's plan");
+            else if (f.choice("target", "coldest", {"coldest", "hottest"}) == "hottest")
+                spec.target = FaultTarget::hottest;
         }
         if (f.raw("extra_latency_us") != nullptr && spec.fault != model::FaultClass::F4)
-            problems.add(at + "/extra_latency_us", name + " makes no transfer late (only F4 takes \"extra_latency_us\")");
-        else spec.extra_latency_us = f.optional_unsigned("extra_latency_us", 0, 1ULL << 32);
+            problems.add(at + "/extra_latency_us",
+                         name + " makes no transfer late (only F4 takes \"extra_latency_us\")");
+        else
+            spec.extra_latency_us = f.optional_unsigned("extra_latency_us", 0, 1ULL << 32);
         if (f.raw("timeout_us") != nullptr && spec.action != FaultAction::timeout)
             problems.add(at + "/timeout_us", "only F2 with \"mode\": \"timeout\" takes \"timeout_us\", not " +
-                                                 (spec.fault == model::FaultClass::F2 ? std::string("F2 in mode ") + (spec.action == FaultAction::partial ? "partial" : "error") : name));
-        else spec.timeout_us = f.optional_unsigned("timeout_us", 1, 1ULL << 32);
+                                                 (spec.fault == model::FaultClass::F2
+                                                      ? std::string("F2 in mode ") +
+                                                            (spec.action == FaultAction::partial ? "partial" : "error")
+                                                      : name));
+        else
+            spec.timeout_us = f.optional_unsigned("timeout_us", 1, 1ULL << 32);
         // A trigger given with a bad value has its own problem above; these say what is missing.
         const bool scheduled_or_aimed = f.has("at_ms") || f.has("at_event") || f.has("at_request");
         if (spec.rate_ppm == 0 && !scheduled_or_aimed)
             problems.add(at, "a fault needs a rate_ppm, an at_ms, an at_event or an at_request");
         if (spec.at_request && (spec.at_ns || spec.at_event))
-            problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities; drop at_ms and at_event");
+            problems.add(at + "/at_request",
+                         "a fault aimed at a request fires at that request's opportunities; drop at_ms and at_event");
         if (spec.at_request && spec.rate_ppm > 0)
-            problems.add(at + "/at_request", "a fault aimed at a request fires at that request's opportunities only; drop rate_ppm, "
-                                             "which fires at every request's (or give each its own entry)");
+            problems.add(at + "/at_request",
+                         "a fault aimed at a request fires at that request's opportunities only; drop rate_ppm, "
+                         "which fires at every request's (or give each its own entry)");
         if (f.has("count") && spec.count != 1 && !scheduled_or_aimed)
-            problems.add(at + "/count", "only a scheduled (at_ms or at_event) or at_request firing takes \"count\"; a rate fires at "
-                                        "each opportunity by its chance");
+            problems.add(at + "/count",
+                         "only a scheduled (at_ms or at_event) or at_request firing takes \"count\"; a rate fires at "
+                         "each opportunity by its chance");
         f.finish();
         s.faults.push_back(spec);
     }
@@ -256,16 +296,19 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
     const model::Derived derived = model::derive(s.model);
     // Transfers start at offloads: the offloader's, while the GPU is above the watermark (never at
     // 1: admission keeps it within its budget), or an F6 or F10 firing's with action offload.
-    const bool fault_offloads = std::any_of(s.faults.begin(), s.faults.end(), [](const FaultSpec& f) { return f.action == FaultAction::offload; });
+    const bool fault_offloads = std::any_of(s.faults.begin(), s.faults.end(),
+                                            [](const FaultSpec& f) { return f.action == FaultAction::offload; });
     const bool tiers = s.host.capacity_bytes + s.disk.capacity_bytes > 0;
     const bool transfers = s.offload && tiers && (s.offload_watermark < 1.0 || fault_offloads);
-    const std::string no_transfers = std::string(!s.offload ? "storage.offload is false"
-                                                 : !tiers   ? "the host and disk tiers have no capacity"
-                                                            : "storage.offload_watermark is 1, which the GPU never exceeds, and no fault offloads") +
-                                     ", so no transfer ever runs";
+    const std::string no_transfers =
+        std::string(!s.offload ? "storage.offload is false"
+                    : !tiers   ? "the host and disk tiers have no capacity"
+                               : "storage.offload_watermark is 1, which the GPU never exceeds, and no fault offloads") +
+        ", so no transfer ever runs";
     for (const auto& [tier, name] : {std::pair{&s.host, "host"}, std::pair{&s.disk, "disk"}})
         if (tier->failure_ppm > 0 && !transfers)
-            problems.add(std::string("/storage/") + name + "/failure_ppm", "a tier failure can never happen here: " + no_transfers);
+            problems.add(std::string("/storage/") + name + "/failure_ppm",
+                         "a tier failure can never happen here: " + no_transfers);
     for (std::size_t i = 0; i < s.faults.size(); ++i) {
         const model::FaultClass fault = s.faults[i].fault;
         std::optional<model::Form> needs;
@@ -277,12 +320,14 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
             case model::FaultClass::F8: needs = model::Form::swa_window; break;
             default: break;
         }
-        const std::string what = std::string(model::fault_name(fault)) + " (" + std::string(model::fault_summary(fault)) + ") can never fire here: ";
+        const std::string what = std::string(model::fault_name(fault)) + " (" +
+                                 std::string(model::fault_summary(fault)) + ") can never fire here: ";
         const std::string at = "/faults/" + std::to_string(i) + "/fault";
         if (needs && !derived.form_present[static_cast<int>(*needs)]) {
             std::string forms;
             for (int f = 0; f < model::kFormCount; ++f)
-                if (derived.form_present[f]) forms += (forms.empty() ? "" : ", ") + std::string(model::form_name(static_cast<model::Form>(f)));
+                if (derived.form_present[f])
+                    forms += (forms.empty() ? "" : ", ") + std::string(model::form_name(static_cast<model::Form>(f)));
             problems.add(at, what + "model " + s.model.name + " has no " + std::string(model::form_name(*needs)) +
                                  " segments (its forms: " + forms + ")");
         }
@@ -291,11 +336,11 @@ void check_faults_can_act(const Scenario& s, Problems& problems) {
         if (s.faults[i].at_request && s.trace_path.empty() && *s.faults[i].at_request >= numbered)
             problems.add("/faults/" + std::to_string(i) + "/at_request",
                          what + "the workload has " + std::to_string(numbered) + " requests, numbered from 0" +
-                             (s.samples > 1 ? " (" + std::to_string(s.requests.size()) + " listed, " + std::to_string(s.samples) +
-                                                  " sampled answers each)"
+                             (s.samples > 1 ? " (" + std::to_string(s.requests.size()) + " listed, " +
+                                                  std::to_string(s.samples) + " sampled answers each)"
                                             : ""));
-        const bool needs_transfer = fault == model::FaultClass::F2 || fault == model::FaultClass::F4 || fault == model::FaultClass::F9 ||
-                                    s.faults[i].action == FaultAction::offload;
+        const bool needs_transfer = fault == model::FaultClass::F2 || fault == model::FaultClass::F4 ||
+                                    fault == model::FaultClass::F9 || s.faults[i].action == FaultAction::offload;
         if (needs_transfer && !transfers) problems.add(at, what + no_transfers);
     }
 }
@@ -306,11 +351,14 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
     if (const nlohmann::json* scope = top.raw("scope")) {
         Fields f(*scope, "/scope", problems);
         s.scope.name = f.text("name", "custom");
-        s.scope.content_block_tokens = static_cast<std::uint32_t>(f.unsigned_number("content_block_tokens", 16, 1, 1 << 20));
-        s.scope.limits.gpu_budget_bytes = f.unsigned_number("gpu_budget_bytes", s.scope.limits.gpu_budget_bytes, 1, 1ULL << 56);
+        s.scope.content_block_tokens =
+            static_cast<std::uint32_t>(f.unsigned_number("content_block_tokens", 16, 1, 1 << 20));
+        s.scope.limits.gpu_budget_bytes =
+            f.unsigned_number("gpu_budget_bytes", s.scope.limits.gpu_budget_bytes, 1, 1ULL << 56);
         s.scope.limits.extent_tokens =
             static_cast<std::uint32_t>(f.unsigned_number("extent_tokens", s.scope.limits.extent_tokens, 0, 1 << 20));
-        s.scope.limits.disk_capacity_bytes = f.unsigned_number("disk_capacity_bytes", s.scope.limits.disk_capacity_bytes, 0, 1ULL << 56);
+        s.scope.limits.disk_capacity_bytes =
+            f.unsigned_number("disk_capacity_bytes", s.scope.limits.disk_capacity_bytes, 0, 1ULL << 56);
         s.scope.limits.tier_eviction = f.choice("tier_eviction", "none", {"lru", "none"}) == "lru";
         if (const nlohmann::json* reqs = f.raw("requests"); reqs != nullptr && reqs->is_array()) {
             for (std::size_t i = 0; i < reqs->size(); ++i) {
@@ -319,16 +367,19 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
                 RequestTemplate t;
                 t.ids = r.unsigned_list("blocks", ~0ULL);
                 t.input_tokens = static_cast<std::uint32_t>(r.unsigned_number("input_tokens", 16, 1, kInputTokensMax));
-                t.output_tokens = static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
+                t.output_tokens =
+                    static_cast<std::uint32_t>(r.unsigned_number("output_tokens", 0, 0, kOutputTokensMax));
                 t.warm = r.flag("warm", false);
-                if (const auto c = r.optional_unsigned("continues", 0, 1 << 20)) t.continues = static_cast<std::int32_t>(*c);
+                if (const auto c = r.optional_unsigned("continues", 0, 1 << 20))
+                    t.continues = static_cast<std::int32_t>(*c);
                 t.sample = static_cast<std::uint32_t>(r.unsigned_number("sample", 0, 0, kSamplesMax - 1));
                 if (t.ids.size() < blocks_for(t.input_tokens, s.scope.content_block_tokens))
                     problems.add(at + "/blocks", "too few block ids for the prompt");
                 r.finish();
                 s.scope.requests.push_back(std::move(t));
                 // A cross-key rule (the request named, the prompt's length, the ids), so at the request.
-                if (const std::string why = turn_problem(s.scope, i); !why.empty()) problems.add(at, "\"continues\": " + why);
+                if (const std::string why = turn_problem(s.scope, i); !why.empty())
+                    problems.add(at, "\"continues\": " + why);
             }
         } else {
             problems.add("/scope/requests", "expected an array of requests");
@@ -346,8 +397,10 @@ void parse_steps_mode(Fields& top, const nlohmann::json& steps, Scenario& s, Pro
         Fields f(steps[i], at, problems);
         model::Step step;
         const std::string kind = f.text("step", "");
-        if (auto k = model::step_kind_from_name(kind)) step.kind = *k;
-        else problems.add(at + "/step", "unknown step \"" + kind + "\"");
+        if (auto k = model::step_kind_from_name(kind))
+            step.kind = *k;
+        else
+            problems.add(at + "/step", "unknown step \"" + kind + "\"");
         step.target = static_cast<std::uint32_t>(f.unsigned_number("target", 0, 0, 0xFFFFFFFEu));
         step.arg = static_cast<std::uint32_t>(f.unsigned_number("arg", 0, 0, 0xFFFFFFFEu));
         f.text("describe", "");  // a human-readable note, ignored on load
@@ -368,22 +421,26 @@ void apply_override(nlohmann::json& doc, const Override& o, const std::string& p
     for (auto it = tokens.rbegin(); it != tokens.rend(); ++it) {
         const std::string& token = *it;
         // An array index as RFC 6901 writes it: digits, without a leading zero.
-        const bool index = !token.empty() && token.size() < 10 && token.find_first_not_of("0123456789") == std::string::npos &&
+        const bool index = !token.empty() && token.size() < 10 &&
+                           token.find_first_not_of("0123456789") == std::string::npos &&
                            (token == "0" || token[0] != '0');
         if (at->is_null() && index)
-            throw InputError(path, reached.empty() ? "/" : reached, "--set cannot put a value here: the file has no array to index");
+            throw InputError(path, reached.empty() ? "/" : reached,
+                             "--set cannot put a value here: the file has no array to index");
         reached.push_back('/');
         reached += pointer_escape(token);
         if (at->is_array()) {
             if (!index || std::stoul(token) >= at->size())
-                throw InputError(path, reached, "--set cannot put a value here: " +
-                                                    (at->empty() ? std::string("the array is empty")
-                                                                 : "expected an index from 0 to " + std::to_string(at->size() - 1)));
+                throw InputError(path, reached,
+                                 "--set cannot put a value here: " +
+                                     (at->empty() ? std::string("the array is empty")
+                                                  : "expected an index from 0 to " + std::to_string(at->size() - 1)));
             at = &(*at)[std::stoul(token)];
         } else if (at->is_object() || at->is_null()) {
             at = &(*at)[token];
         } else {
-            throw InputError(path, reached, std::string("--set cannot put a value here: its parent is a ") + at->type_name());
+            throw InputError(path, reached,
+                             std::string("--set cannot put a value here: its parent is a ") + at->type_name());
         }
     }
     *at = o.value;
@@ -406,12 +463,18 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
     s.description = top.text("description", "");
     s.seed = top.unsigned_number("seed", 1, 0, ~0ULL);
     const std::string policy = top.text("policy", "validated");
-    if (model::find_policy(policy) == nullptr) problems.add("/policy", "unknown policy \"" + policy + "\" (known: " + model::policy_names() + ")");
-    else s.policy = policy;
+    if (model::find_policy(policy) == nullptr)
+        problems.add("/policy", "unknown policy \"" + policy + "\" (known: " + model::policy_names() + ")");
+    else
+        s.policy = policy;
     const std::string rollout = top.choice("rollout", "cross-request", {"off", "intra-request", "cross-request"});
-    s.rollout = rollout == "off" ? model::Rollout::off : rollout == "intra-request" ? model::Rollout::intra_request : model::Rollout::cross_request;
-    if (const nlohmann::json* m = top.raw("model")) parse_model(*m, s, problems);
-    else problems.add("/model", "expected a model: a preset name or an object with \"groups\"");
+    s.rollout = rollout == "off"             ? model::Rollout::off
+                : rollout == "intra-request" ? model::Rollout::intra_request
+                                             : model::Rollout::cross_request;
+    if (const nlohmann::json* m = top.raw("model"))
+        parse_model(*m, s, problems);
+    else
+        problems.add("/model", "expected a model: a preset name or an object with \"groups\"");
     if (const nlohmann::json* steps = top.raw("steps")) {
         parse_steps_mode(top, *steps, s, problems);
     } else if (const nlohmann::json* w = top.raw("workload")) {
@@ -424,9 +487,10 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
     if (s.steps_mode)
         for (const char* key : {"storage", "compute", "faults", "limits"})
             if (top.raw(key) != nullptr)
-                problems.add(std::string("/") + key, std::string("\"") + key +
-                                                         "\" applies to a workload run; a scenario with \"steps\" takes its budgets from "
-                                                         "\"scope\" and its faults from its steps");
+                problems.add(std::string("/") + key,
+                             std::string("\"") + key +
+                                 "\" applies to a workload run; a scenario with \"steps\" takes its budgets from "
+                                 "\"scope\" and its faults from its steps");
     if (const nlohmann::json* st = top.raw("storage")) parse_storage(*st, s, problems);
     if (const nlohmann::json* c = top.raw("compute")) parse_compute(*c, s, problems);
     if (const nlohmann::json* f = top.raw("faults")) parse_faults(*f, s, problems);
@@ -434,15 +498,18 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
         Fields f(*l, "/limits", problems);
         s.max_events = f.unsigned_number("max_events", s.max_events, 1, 1ULL << 40);
         s.structural_checks = f.flag("structural_checks", s.structural_checks);
-        s.timeline_requests = static_cast<std::uint32_t>(f.unsigned_number("timeline_requests", s.timeline_requests, 0, 1'000'000));
+        s.timeline_requests =
+            static_cast<std::uint32_t>(f.unsigned_number("timeline_requests", s.timeline_requests, 0, 1'000'000));
         f.finish();
     }
     if (const nlohmann::json* e = top.raw("expect")) {
-        if (!e->is_object()) problems.add("/expect", "expected an object keyed by policy name (or \"*\")");
+        if (!e->is_object())
+            problems.add("/expect", "expected an object keyed by policy name (or \"*\")");
         else
             for (const auto& [key, item] : e->items()) {
                 if (key != "*" && model::find_policy(key) == nullptr)
-                    problems.add("/expect/" + pointer_escape(key), "unknown policy \"" + key + "\" (use \"*\" for any policy)");
+                    problems.add("/expect/" + pointer_escape(key),
+                                 "unknown policy \"" + key + "\" (use \"*\" for any policy)");
                 s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), s, problems);
             }
     }
@@ -467,21 +534,26 @@ bool faults_can_act(const Scenario& scenario) {
 Override parse_override(const std::string& text) {
     const std::size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || text[0] != '/')
-        throw InputError("", "--set", "expected POINTER=VALUE with a JSON pointer such as /storage/gpu_budget_gib, got \"" + text + "\"");
+        throw InputError("", "--set",
+                         "expected POINTER=VALUE with a JSON pointer such as /storage/gpu_budget_gib, got \"" + text +
+                             "\"");
     Override o{text.substr(0, eq), nullptr, text};
     try {
         (void)nlohmann::json::json_pointer(o.pointer);
     } catch (const nlohmann::json::exception& e) {
-        throw InputError("", "--set", "\"" + o.pointer + "\" is not a JSON pointer (a \"~\" must be followed by 0 or 1)");
+        throw InputError("", "--set",
+                         "\"" + o.pointer + "\" is not a JSON pointer (a \"~\" must be followed by 0 or 1)");
     }
     // The text goes into reports and reproduce lines, which are UTF-8.
     if (valid_utf8(text) != text)
-        throw InputError("", "--set", "expected UTF-8 text, got a byte that is not UTF-8 in \"" + valid_utf8(text) + "\"");
+        throw InputError("", "--set",
+                         "expected UTF-8 text, got a byte that is not UTF-8 in \"" + valid_utf8(text) + "\"");
     const std::string value = text.substr(eq + 1);
     if (!nlohmann::json::accept(value)) {
         // A number JSON cannot hold ("1e400") would otherwise be taken as a string.
         static const std::regex number(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
-        if (std::regex_match(value, number)) throw InputError("", "--set", o.pointer + ": number out of range; expected a finite number");
+        if (std::regex_match(value, number))
+            throw InputError("", "--set", o.pointer + ": number out of range; expected a finite number");
         o.value = value;
         return o;
     }

@@ -21,10 +21,10 @@ namespace kvcheck::sim {
 
 struct TierConfig {
     std::uint64_t capacity_bytes = 0;
-    double bandwidth_gb_per_s = 1;   // GB/s (1e9 bytes per second)
+    double bandwidth_gb_per_s = 1;  // GB/s (1e9 bytes per second)
     std::uint64_t latency_us = 0;
-    std::uint64_t jitter_us = 0;     // uniform extra latency in [0, jitter]
-    std::uint32_t failure_ppm = 0;   // chance that a transfer on this tier fails (counted as F2)
+    std::uint64_t jitter_us = 0;    // uniform extra latency in [0, jitter]
+    std::uint32_t failure_ppm = 0;  // chance that a transfer on this tier fails (counted as F2)
 };
 
 // What a firing of F2, F5, F6 or F10 does, when the entry names it (docs/faults.md, "Actions").
@@ -39,11 +39,11 @@ struct FaultSpec {
     // F2 ("mode"): partial or timeout (usual is an error); F5 ("change"): weights or layout; F6, F10
     // ("action"): evict, offload or migrate.
     FaultAction action = FaultAction::usual;
-    std::uint32_t rate_ppm = 0;            // per opportunity (see docs/faults.md), 0 = scheduled only
-    std::optional<std::uint64_t> at_ns;    // scheduled at a virtual time ...
-    std::optional<std::uint64_t> at_event; // ... or when the event counter reaches this ...
-    std::optional<std::uint32_t> at_request;  // ... or at this request's opportunities (arrival order, from 0)
-    std::uint32_t count = 1;               // scheduled: how many times to fire
+    std::uint32_t rate_ppm = 0;                 // per opportunity (see docs/faults.md), 0 = scheduled only
+    std::optional<std::uint64_t> at_ns;         // scheduled at a virtual time ...
+    std::optional<std::uint64_t> at_event;      // ... or when the event counter reaches this ...
+    std::optional<std::uint32_t> at_request;    // ... or at this request's opportunities (arrival order, from 0)
+    std::uint32_t count = 1;                    // scheduled: how many times to fire
     FaultTarget target = FaultTarget::coldest;  // scheduled F1, F3, F11: which segment they damage
     // F4: how late a late I/O is; F2 timeout: how long after its start a hung transfer fails. The
     // last entry of the class that gives one sets it for all (docs/faults.md has the defaults).
@@ -80,31 +80,31 @@ struct Scenario {
     std::string path;
     std::string name;
     std::string description;
-    std::string preset;                    // "" for a custom model
+    std::string preset;  // "" for a custom model
     model::ModelConfig model;
     std::string policy = "validated";
     std::uint64_t seed = 1;
     model::Rollout rollout = model::Rollout::cross_request;
 
     // Workload: a trace file (streamed) and/or explicit requests.
-    std::string trace_path;                // resolved against the scenario's folder
+    std::string trace_path;  // resolved against the scenario's folder
     TraceOptions trace;
     std::vector<TraceRecord> requests;
-    SessionOptions sessions;               // multi-turn sessions found in the ids (docs/traces.md)
-    std::uint32_t samples = 1;             // sampled answers per request (parallel sampling, forked after prefill)
+    SessionOptions sessions;    // multi-turn sessions found in the ids (docs/traces.md)
+    std::uint32_t samples = 1;  // sampled answers per request (parallel sampling, forked after prefill)
 
     std::uint64_t gpu_budget_bytes = 80ULL << 30;
     TierConfig host{256ULL << 30, 20, 5, 2};
     TierConfig disk{4ULL << 40, 2, 200, 100};
-    bool offload = true;                   // spill cold blocks to host/disk instead of dropping them
-    double offload_watermark = 0.9;        // start offloading above this share of the GPU budget
-    std::uint32_t extent_tokens = 0;       // tokens one state-table entry may cover (model::Limits)
-    bool tier_eviction = true;             // a full host/disk tier drops its coldest on-disk entries (model::Limits)
+    bool offload = true;              // spill cold blocks to host/disk instead of dropping them
+    double offload_watermark = 0.9;   // start offloading above this share of the GPU budget
+    std::uint32_t extent_tokens = 0;  // tokens one state-table entry may cover (model::Limits)
+    bool tier_eviction = true;        // a full host/disk tier drops its coldest on-disk entries (model::Limits)
     bool capture_graphs = true;
 
-    double prefill_tokens_per_s = 0;       // 0: the preset's figure
+    double prefill_tokens_per_s = 0;  // 0: the preset's figure
     double decode_ms_per_token = 20;
-    std::uint64_t validate_gap_us = 50;    // time between lookup and pin: the TOCTOU window
+    std::uint64_t validate_gap_us = 50;  // time between lookup and pin: the TOCTOU window
     // How long a request waits for its loads before it stops waiting (model::StepKind::stop_waiting)
     // and recomputes what they would have given; none: until they end.
     std::optional<std::uint64_t> max_load_wait_us;
@@ -114,7 +114,7 @@ struct Scenario {
     std::vector<FaultSpec> faults;
 
     std::uint64_t max_events = 50'000'000;
-    bool structural_checks = false;        // O(state) invariants after every step (debug runs)
+    bool structural_checks = false;           // O(state) invariants after every step (debug runs)
     std::uint32_t timeline_requests = 2'000;  // requests drawn in timeline.json
 
     std::map<std::string, Expectation> expect;  // by policy name, "*" for any policy

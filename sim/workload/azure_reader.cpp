@@ -59,8 +59,9 @@ protected:
             check_utf8();
             if (!header_seen_) {
                 if (lines_.text() != kHeader)
-                    throw InputError(path(), place(0), "expected the CSV header " + std::string(kHeader) + ", got \"" +
-                                                           shortened(lines_.text()) + "\"");
+                    throw InputError(path(), place(0),
+                                     "expected the CSV header " + std::string(kHeader) + ", got \"" +
+                                         shortened(lines_.text()) + "\"");
                 header_seen_ = true;
                 continue;
             }
@@ -93,10 +94,12 @@ private:
         const std::string_view generated = line.substr(starts[2]);
         const std::optional<std::uint64_t> absolute_ns = parse_wall_clock_ns(stamp);
         if (!absolute_ns)
-            throw InputError(path(), place(0), "expected a TIMESTAMP like 2023-11-16 18:17:03.9799600 (years 1970 to 2500), got \"" +
-                                                   shortened(std::string(stamp)) + "\"");
+            throw InputError(path(), place(0),
+                             "expected a TIMESTAMP like 2023-11-16 18:17:03.9799600 (years 1970 to 2500), got \"" +
+                                 shortened(std::string(stamp)) + "\"");
         out.input_tokens = unsigned_column(context, starts[1], "ContextTokens", kInputTokensMax);
-        if (out.input_tokens == 0) throw InputError(path(), place(starts[1]), "expected ContextTokens at least 1, got 0");
+        if (out.input_tokens == 0)
+            throw InputError(path(), place(starts[1]), "expected ContextTokens at least 1, got 0");
         out.output_tokens = unsigned_column(generated, starts[2], "GeneratedTokens", kOutputTokensMax);
         out.block_tokens = options_.block_tokens;
         sharing_.assign(out.input_tokens, out.block_ids);
@@ -104,15 +107,18 @@ private:
         out.arrival_ns = relative_arrival(*absolute_ns, [] { return std::size_t{0}; });
     }
 
-    std::uint32_t unsigned_column(std::string_view field, std::size_t start, const char* name, std::uint32_t max) const {
+    std::uint32_t unsigned_column(std::string_view field, std::size_t start, const char* name,
+                                  std::uint32_t max) const {
         std::uint64_t value = 0;
         const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
         if (field.empty() || ec == std::errc::invalid_argument || end != field.data() + field.size())
-            throw InputError(path(), place(start), "expected an unsigned integer for " + std::string(name) + ", got \"" +
-                                                       shortened(std::string(field)) + "\"");
+            throw InputError(path(), place(start),
+                             "expected an unsigned integer for " + std::string(name) + ", got \"" +
+                                 shortened(std::string(field)) + "\"");
         if (ec == std::errc::result_out_of_range || value > max)
-            throw InputError(path(), place(start), "expected " + std::string(name) + " at most " + std::to_string(max) +
-                                                       ", got " + shortened(std::string(field)));
+            throw InputError(path(), place(start),
+                             "expected " + std::string(name) + " at most " + std::to_string(max) + ", got " +
+                                 shortened(std::string(field)));
         return static_cast<std::uint32_t>(value);
     }
 
@@ -149,7 +155,8 @@ std::optional<std::uint64_t> parse_wall_clock_ns(std::string_view text) {
             fraction_ns += static_cast<std::uint64_t>(text[at] - '0') * place;
         }
     }
-    const std::uint64_t seconds = days_from_civil(*year, *month, *day) * 86'400 + *hour * 3600ULL + *minute * 60ULL + *second;
+    const std::uint64_t seconds =
+        days_from_civil(*year, *month, *day) * 86'400 + *hour * 3600ULL + *minute * 60ULL + *second;
     return seconds * 1'000'000'000 + fraction_ns;
 }
 

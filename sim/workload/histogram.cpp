@@ -43,7 +43,8 @@ void LogHistogram::add(std::uint64_t value) {
 std::uint64_t LogHistogram::quantile(double fraction) const {
     if (count_ == 0) return 0;
     // Nearest rank: the value at rank ceil(fraction * count), 1-based, as the run's metrics.
-    const auto rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(fraction * static_cast<double>(count_) - 1e-9)));
+    const auto rank = std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::ceil(fraction * static_cast<double>(count_) - 1e-9)));
     std::uint64_t seen = 0;
     for (std::size_t b = 0; b < kBuckets; ++b) {
         seen += counts_[b];

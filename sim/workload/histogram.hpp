@@ -27,7 +27,7 @@ public:
     std::uint64_t quantile(double fraction) const;
 
     struct Bucket {
-        std::uint64_t low;    // inclusive bounds, already narrowed to [min(), max()]
+        std::uint64_t low;  // inclusive bounds, already narrowed to [min(), max()]
         std::uint64_t high;
         std::uint64_t count;
     };
@@ -59,7 +59,7 @@ public:
 
 private:
     std::vector<LogHistogram::Bucket> buckets_;
-    std::vector<std::uint64_t> running_;   // running_[i]: total count of buckets 0..i
+    std::vector<std::uint64_t> running_;  // running_[i]: total count of buckets 0..i
 };
 
 }  // namespace kvcheck::sim

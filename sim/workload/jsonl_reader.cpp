@@ -64,7 +64,8 @@ std::size_t error_token_start(const std::string& text, const json::parse_error& 
         // (over the letters of a number only, so not into a `true` before it).
         if (what.find("unexpected number literal") != std::string::npos) {
             std::size_t start = end;
-            while (start > 0 && std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos) --start;
+            while (start > 0 && std::string_view("0123456789+-.eE").find(text[start - 1]) != std::string_view::npos)
+                --start;
             while (start < end && std::string_view("0123456789-").find(text[start]) == std::string_view::npos) ++start;
             if (start < end) return start;
         }
@@ -146,7 +147,8 @@ private:
         try {
             object = json::parse(text, std::ref(duplicates));
         } catch (const json::parse_error& error) {
-            throw InputError(path(), place(error_token_start(text, error)), "invalid JSON: " + parse_error_reason(error));
+            throw InputError(path(), place(error_token_start(text, error)),
+                             "invalid JSON: " + parse_error_reason(error));
         } catch (const json::out_of_range& error) {
             const std::size_t at = overflow_token_start(text, error);
             throw InputError(path(), at == std::string::npos ? line_place() : place(at),
@@ -157,7 +159,8 @@ private:
                              "duplicate key " + duplicates.duplicate() + "; each key may appear once in an object");
         if (!object.is_object())
             throw InputError(path(), place(text.find_first_not_of(" \t")),
-                             "expected a JSON object with keys " + std::string(kExpectedKeys) + ", got " + describe(object));
+                             "expected a JSON object with keys " + std::string(kExpectedKeys) + ", got " +
+                                 describe(object));
         const std::uint64_t absolute_ns = timestamp_ns(field(object, "timestamp"));
         out.input_tokens = static_cast<std::uint32_t>(unsigned_field(object, "input_length", kInputTokensMax));
         check_prompt(out.input_tokens);
@@ -199,8 +202,10 @@ private:
         int depth = 0;
         for (std::size_t i = 0; i < text.size(); ++i) {
             const char c = text[i];
-            if (c == '{' || c == '[') ++depth;
-            else if (c == '}' || c == ']') --depth;
+            if (c == '{' || c == '[')
+                ++depth;
+            else if (c == '}' || c == ']')
+                --depth;
             if (c != '"') continue;
             const std::size_t open = i;
             for (++i; i < text.size() && text[i] != '"'; ++i)
@@ -259,14 +264,16 @@ private:
     }
 
     void read_hash_ids(const json& ids, TraceRecord& out) const {
-        if (!ids.is_array()) fail_at("hash_ids", "expected an array of unsigned integers for \"hash_ids\", got " + describe(ids));
+        if (!ids.is_array())
+            fail_at("hash_ids", "expected an array of unsigned integers for \"hash_ids\", got " + describe(ids));
         check_hash_id_count(ids.size(), out);
         out.block_ids.clear();
         for (std::size_t i = 0; i < ids.size(); ++i) {
             if (!is_unsigned(ids[i])) {
                 const std::size_t at = element_index(value_index("hash_ids"), i);
                 throw InputError(path(), place(at),
-                                 "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " + shown_at(at, ids[i]));
+                                 "expected an unsigned integer at hash_ids[" + std::to_string(i) + "], got " +
+                                     shown_at(at, ids[i]));
             }
             out.block_ids.push_back(ids[i].get<std::uint64_t>());
         }
@@ -276,15 +283,16 @@ private:
         const std::uint32_t expected = blocks_for(out.input_tokens, out.block_tokens);
         if (count != expected)
             fail_at("hash_ids", "expected " + std::to_string(expected) + (expected == 1 ? " hash id" : " hash ids") +
-                                    " for input_length " +
-                                    std::to_string(out.input_tokens) + " at " + std::to_string(out.block_tokens) +
-                                    " tokens per block, got " + std::to_string(count));
+                                    " for input_length " + std::to_string(out.input_tokens) + " at " +
+                                    std::to_string(out.block_tokens) + " tokens per block, got " +
+                                    std::to_string(count));
     }
 
     std::uint64_t timestamp_ns(const json& value) const {
         const std::uint64_t unit_ns = time_unit_ns(options_.time_unit);
         const auto too_large = [&] {
-            fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
+            fail_at("timestamp",
+                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
         };
         if (is_unsigned(value)) {
             std::uint64_t scaled = 0;
@@ -292,7 +300,8 @@ private:
             return scaled;
         }
         if (mooncake_)
-            fail_at("timestamp", "expected an unsigned integer (milliseconds) for \"timestamp\", got " + shown("timestamp", value));
+            fail_at("timestamp",
+                    "expected an unsigned integer (milliseconds) for \"timestamp\", got " + shown("timestamp", value));
         if (value.is_number_float()) return float_ns(value.get<double>(), unit_ns, value);
         if (value.is_string()) {
             const auto& text = value.get_ref<const std::string&>();
@@ -307,15 +316,17 @@ private:
             if (ec == std::errc() && end == text.data() + text.size()) return float_ns(number, unit_ns, value);
         }
         fail_at("timestamp", "expected a non-negative number (or a string holding one) of " +
-                                 std::string(time_unit_name(options_.time_unit)) +
-                                 " for \"timestamp\", got " + shown("timestamp", value));
+                                 std::string(time_unit_name(options_.time_unit)) + " for \"timestamp\", got " +
+                                 shown("timestamp", value));
     }
 
     std::uint64_t float_ns(double number, std::uint64_t unit_ns, const json& value) const {
         if (!std::isfinite(number) || number < 0)
             fail_at("timestamp", "expected a non-negative number for \"timestamp\", got " + shown("timestamp", value));
         const double scaled = number * static_cast<double>(unit_ns);
-        if (scaled >= 1.8e19) fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
+        if (scaled >= 1.8e19)
+            fail_at("timestamp",
+                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
         return static_cast<std::uint64_t>(scaled + 0.5);
     }
 

@@ -99,7 +99,9 @@ private:
 
     // A scalar is fine as the value of an unknown key (the DOM path ignores it) and nowhere else.
     bool other_scalar() const { return state_ == State::in_object && field_ == Field::other; }
-    bool timestamp_as_text() const { return text_timestamps_ && state_ == State::in_object && field_ == Field::timestamp; }
+    bool timestamp_as_text() const {
+        return text_timestamps_ && state_ == State::in_object && field_ == Field::timestamp;
+    }
 
     bool text_timestamps_;
     FlatTraceLine& out_;

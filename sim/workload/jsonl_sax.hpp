@@ -13,7 +13,7 @@ namespace kvcheck::sim::detail {
 // The four fields of a line as the fast path collects them, before any range check: the reader
 // runs the same checks on them as on the DOM's values.
 struct FlatTraceLine {
-    nlohmann::json timestamp;           // unsigned; also a float or a string when text timestamps are on
+    nlohmann::json timestamp;  // unsigned; also a float or a string when text timestamps are on
     std::uint64_t input_length = 0;
     std::uint64_t output_length = 0;
     std::vector<std::uint64_t> hash_ids;

@@ -39,8 +39,10 @@ std::optional<SessionLinker::Link> SessionLinker::link(const TraceRecord& record
         const auto it = turn_.find(keys_[k - 1]);
         if (it == turn_.end()) continue;
         const Seen& parent = window_[window_.size() - (index - it->second)];
-        if (record.input_tokens >= parent.tokens) found = Link{it->second, static_cast<std::uint32_t>(k)};
-        else break;  // the latest turn with this prompt gave an answer the prompt does not hold
+        if (record.input_tokens >= parent.tokens)
+            found = Link{it->second, static_cast<std::uint32_t>(k)};
+        else
+            break;  // the latest turn with this prompt gave an answer the prompt does not hold
     }
 
     Seen self;
@@ -81,13 +83,15 @@ std::optional<SessionBook::Due> SessionBook::due(const TraceRecord& record, std:
     return std::nullopt;
 }
 
-std::shared_ptr<const model::RequestSpec> SessionBook::spec(std::uint64_t index, std::uint32_t uid, const TraceRecord& record) {
+std::shared_ptr<const model::RequestSpec> SessionBook::spec(std::uint64_t index, std::uint32_t uid,
+                                                            const TraceRecord& record) {
     Turn& turn = book_.at(index);
-    turn.spec = turn.prior ? std::make_shared<model::RequestSpec>(model::make_turn_spec(
-                                 uid, std::move(turn.prior), turn.link->shared_blocks, record.block_ids,
-                                 record.block_tokens, record.input_tokens, record.output_tokens))
-                           : std::make_shared<model::RequestSpec>(model::make_request_spec(
-                                 uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
+    turn.spec = turn.prior
+                    ? std::make_shared<model::RequestSpec>(
+                          model::make_turn_spec(uid, std::move(turn.prior), turn.link->shared_blocks, record.block_ids,
+                                                record.block_tokens, record.input_tokens, record.output_tokens))
+                    : std::make_shared<model::RequestSpec>(model::make_request_spec(
+                          uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
     return turn.spec;
 }
 

@@ -17,7 +17,7 @@ namespace kvcheck::sim {
 
 struct SessionOptions {
     bool enabled = false;
-    std::uint64_t think_ns = 0;   // the least time from a turn's finish to the next turn's arrival
+    std::uint64_t think_ns = 0;  // the least time from a turn's finish to the next turn's arrival
 };
 
 // How far back a turn looks for the turn it continues, in requests of the trace.
@@ -67,7 +67,7 @@ public:
     // the turn it continues finished less than the think time ago) or nullopt while that turn has
     // not finished: then the record is held and released by finished().
     struct Due {
-        std::uint64_t turn = 0;       // its trace index
+        std::uint64_t turn = 0;  // its trace index
         std::uint64_t at_ns = 0;
     };
     std::optional<Due> due(const TraceRecord& record, std::uint64_t now);
@@ -81,25 +81,25 @@ public:
     // The record of a turn that was held (due() returned nullopt or a later time); read once.
     TraceRecord take(std::uint64_t turn);
 
-    std::uint64_t turns() const { return turns_; }      // requests that continued an earlier turn
-    std::uint64_t waited() const { return waited_; }    // of those, arrived later than their trace time
+    std::uint64_t turns() const { return turns_; }    // requests that continued an earlier turn
+    std::uint64_t waited() const { return waited_; }  // of those, arrived later than their trace time
 
 private:
     struct Turn {
         std::shared_ptr<const model::RequestSpec> spec;  // set when it arrives
         std::optional<SessionLinker::Link> link;
-        std::shared_ptr<const model::RequestSpec> prior; // the continued turn's spec, once that finished
+        std::shared_ptr<const model::RequestSpec> prior;  // the continued turn's spec, once that finished
         std::optional<std::uint64_t> finished_ns;
-        std::vector<std::uint64_t> waiting;              // later turns held until it finishes
-        std::optional<TraceRecord> held;                 // its record while it waits
+        std::vector<std::uint64_t> waiting;  // later turns held until it finishes
+        std::optional<TraceRecord> held;     // its record while it waits
     };
     // No later request can continue it (the linker looks back over its window only).
     bool old(std::uint64_t index) const { return index + kSessionWindow < linker_.linked(); }
 
     std::uint64_t think_ns_;
-    SessionLinker linker_;                 // also numbers the requests: its count is the next index
+    SessionLinker linker_;  // also numbers the requests: its count is the next index
     std::unordered_map<std::uint64_t, Turn> book_;
-    std::uint64_t expired_below_ = 0;      // every older finished turn is forgotten
+    std::uint64_t expired_below_ = 0;  // every older finished turn is forgotten
     std::uint64_t turns_ = 0;
     std::uint64_t waited_ = 0;
 };

@@ -11,11 +11,11 @@ namespace kvcheck::sim {
 
 // Parameters of the sharing model; docs/traces.md explains each and why the defaults.
 struct AzureSharing {
-    std::uint32_t prefixes = 32;               // shared prefixes (system prompts) in the pool
-    std::uint32_t prefix_blocks_min = 1;       // length of a shared prefix, in whole blocks
+    std::uint32_t prefixes = 32;          // shared prefixes (system prompts) in the pool
+    std::uint32_t prefix_blocks_min = 1;  // length of a shared prefix, in whole blocks
     std::uint32_t prefix_blocks_max = 8;
-    std::uint32_t zipf_power = 1;              // popularity of rank r is proportional to 1/(r+1)^zipf_power
-    std::uint32_t unshared_ppm = 200'000;      // requests that take no shared prefix, per million
+    std::uint32_t zipf_power = 1;          // popularity of rank r is proportional to 1/(r+1)^zipf_power
+    std::uint32_t unshared_ppm = 200'000;  // requests that take no shared prefix, per million
 };
 
 // Assigns block ids request by request. Prefix p's block j has id p * prefix_blocks_max + j; every
@@ -34,7 +34,7 @@ private:
     AzureSharing params_;
     std::uint32_t block_tokens_;
     Rng rng_;
-    std::vector<std::uint32_t> prefix_blocks_;      // length of each pooled prefix
+    std::vector<std::uint32_t> prefix_blocks_;          // length of each pooled prefix
     std::vector<std::uint64_t> popularity_cumulative_;  // running sum of the Zipf weights by rank
     std::uint64_t next_unique_id_;
 };

@@ -29,21 +29,14 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 }  // namespace
 
 TraceSynthesizer::TraceSynthesizer(const TraceStats& fitted, const SynthOptions& options)
-    : rng_(hash_combine(options.seed, kSynthSalt)),
-      source_block_tokens_(fitted.block_tokens),
+    : rng_(hash_combine(options.seed, kSynthSalt)), source_block_tokens_(fitted.block_tokens),
       block_tokens_(options.block_tokens == 0 ? fitted.block_tokens : options.block_tokens),
-      weight_fresh_(fitted.sharing.fresh),
-      weight_continuing_(fitted.sharing.continuing),
-      weight_branching_(fitted.sharing.branching),
-      full_blocks_(fitted.full_blocks),
-      continue_parent_blocks_(fitted.sharing.continue_parent_blocks),
-      gap_ns_(fitted.arrival_gap_ns),
-      output_length_(fitted.output_length),
-      fresh_input_tokens_(fitted.sharing.fresh_input_tokens),
-      continue_distance_(fitted.sharing.continue_distance),
-      continue_new_tokens_(fitted.sharing.continue_new_tokens),
-      branch_distance_(fitted.sharing.branch_distance),
-      branch_shared_blocks_(fitted.sharing.branch_shared_blocks),
+      weight_fresh_(fitted.sharing.fresh), weight_continuing_(fitted.sharing.continuing),
+      weight_branching_(fitted.sharing.branching), full_blocks_(fitted.full_blocks),
+      continue_parent_blocks_(fitted.sharing.continue_parent_blocks), gap_ns_(fitted.arrival_gap_ns),
+      output_length_(fitted.output_length), fresh_input_tokens_(fitted.sharing.fresh_input_tokens),
+      continue_distance_(fitted.sharing.continue_distance), continue_new_tokens_(fitted.sharing.continue_new_tokens),
+      branch_distance_(fitted.sharing.branch_distance), branch_shared_blocks_(fitted.sharing.branch_shared_blocks),
       branch_new_tokens_(fitted.sharing.branch_new_tokens) {
     KV_ASSERT(fitted.requests > 0, "a synthesizer is fitted to at least one request");
     KV_ASSERT(source_block_tokens_ > 0 && block_tokens_ > 0, "blocks need a size");
@@ -52,7 +45,8 @@ TraceSynthesizer::TraceSynthesizer(const TraceStats& fitted, const SynthOptions&
     const std::uint64_t blocks_allowed = kInputTokensMax / block_tokens_;
     input_tokens_max_ = std::min<std::uint64_t>(fitted.input_length.max(), blocks_allowed * source_block_tokens_);
     for (const LogHistogram::Bucket& bucket : full_blocks_.nonempty_buckets())
-        continue_ratio_max_ = std::max(continue_ratio_max_, frequency_ratio(continue_parent_blocks_, full_blocks_, bucket.low));
+        continue_ratio_max_ =
+            std::max(continue_ratio_max_, frequency_ratio(continue_parent_blocks_, full_blocks_, bucket.low));
 }
 
 const TraceSynthesizer::Recent* TraceSynthesizer::pick_parent(const HistogramSampler& distance) {
@@ -99,7 +93,8 @@ std::uint32_t TraceSynthesizer::scaled_input(std::uint64_t source_tokens) const 
     // Scale block by block so that the output has exactly as many blocks as the source request.
     const std::uint64_t blocks = ceil_div(source_tokens, source_block_tokens_);
     const std::uint64_t last_fill = source_tokens - (blocks - 1) * source_block_tokens_;
-    return static_cast<std::uint32_t>((blocks - 1) * block_tokens_ + ceil_div(last_fill * block_tokens_, source_block_tokens_));
+    return static_cast<std::uint32_t>((blocks - 1) * block_tokens_ +
+                                      ceil_div(last_fill * block_tokens_, source_block_tokens_));
 }
 
 std::uint32_t TraceSynthesizer::scaled_output(std::uint64_t source_tokens) const {
@@ -113,7 +108,8 @@ void TraceSynthesizer::next(TraceRecord& out) {
         // Past the readers' bound the trace could not be read back (and the clock would wrap).
         if (gap > kArrivalMaxNs - clock_ns_)
             throw InputError("", "--requests",
-                             "request " + std::to_string(produced_ + 1) + " of the synthetic trace would arrive more than " +
+                             "request " + std::to_string(produced_ + 1) +
+                                 " of the synthetic trace would arrive more than " +
                                  std::to_string(kArrivalMaxNs / 1'000'000'000) +
                                  " s after the first (the most a trace may span), drawing the source's arrival gaps; "
                                  "expected fewer requests or a source with shorter gaps");
@@ -149,7 +145,8 @@ void TraceSynthesizer::next(TraceRecord& out) {
     KV_ASSERT(shared_blocks <= blocks, "the shared prefix fits in the prompt");
     scratch_ids_.clear();
     if (parent != nullptr)
-        scratch_ids_.assign(parent->block_ids.begin(), parent->block_ids.begin() + static_cast<std::ptrdiff_t>(shared_blocks));
+        scratch_ids_.assign(parent->block_ids.begin(),
+                            parent->block_ids.begin() + static_cast<std::ptrdiff_t>(shared_blocks));
     while (scratch_ids_.size() < blocks) scratch_ids_.push_back(next_block_id_++);
 
     out.arrival_ns = clock_ns_;

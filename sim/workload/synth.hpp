@@ -13,7 +13,7 @@ namespace kvcheck::sim {
 
 struct SynthOptions {
     std::uint64_t seed = 1;
-    std::uint32_t block_tokens = 0;   // block size of the output; 0 keeps the fitted trace's
+    std::uint32_t block_tokens = 0;  // block size of the output; 0 keeps the fitted trace's
 };
 
 // Parents are looked up among this many most recent requests, which bounds memory for any length.
@@ -58,7 +58,7 @@ private:
     HistogramSampler branch_distance_;
     HistogramSampler branch_shared_blocks_;
     HistogramSampler branch_new_tokens_;
-    std::vector<Recent> recent_;     // ring buffer over the last kSynthWindowRequests requests, grown on demand
+    std::vector<Recent> recent_;  // ring buffer over the last kSynthWindowRequests requests, grown on demand
     std::vector<std::uint64_t> scratch_ids_;
     std::uint64_t produced_ = 0;
     std::uint64_t clock_ns_ = 0;

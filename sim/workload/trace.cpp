@@ -90,7 +90,8 @@ TraceOptionsProblem trace_options_problem(const TraceOptions& options) {
     if (options.format == TraceFormat::mooncake && options.time_unit != TimeUnit::ms)
         return {"time_unit", "Mooncake traces always use ms; read other time units as format jsonl"};
     if (options.format == TraceFormat::azure && options.time_unit != TimeUnit::ms)
-        return {"time_unit", "Azure traces carry date-times, so a time unit does not apply to them (it is for format jsonl)"};
+        return {"time_unit",
+                "Azure traces carry date-times, so a time unit does not apply to them (it is for format jsonl)"};
     return {};
 }
 
@@ -119,16 +120,20 @@ bool TraceReader::next(TraceRecord& out) {
     return true;
 }
 
-ArrivalStream::ArrivalStream(const std::string& trace_path, const TraceOptions& options, const std::vector<TraceRecord>& requests)
+ArrivalStream::ArrivalStream(const std::string& trace_path, const TraceOptions& options,
+                             const std::vector<TraceRecord>& requests)
     : reader_(trace_path.empty() ? nullptr : TraceReader::open(trace_path, options)), requests_(requests) {}
 
 bool ArrivalStream::next(TraceRecord& out) {
     if (!pending_ && reader_) {
         TraceRecord record;
-        if (reader_->next(record)) pending_ = std::move(record);
-        else reader_.reset();
+        if (reader_->next(record))
+            pending_ = std::move(record);
+        else
+            reader_.reset();
     }
-    if (pending_ && (next_request_ >= requests_.size() || pending_->arrival_ns <= requests_[next_request_].arrival_ns)) {
+    if (pending_ &&
+        (next_request_ >= requests_.size() || pending_->arrival_ns <= requests_[next_request_].arrival_ns)) {
         out = std::move(*pending_);
         pending_.reset();
         return true;
@@ -164,7 +169,8 @@ void TraceReader::arrival_too_late(std::uint64_t absolute_ns, std::size_t column
                   static_cast<unsigned long long>(after_ns % 1'000'000'000));
     throw InputError(path(), place(column),
                      std::string("this request arrives ") + seconds + " s after the first one; expected at most " +
-                         std::to_string(kArrivalMaxNs / 1'000'000'000) + " s (about 31.7 years, as a scenario's at_ms)");
+                         std::to_string(kArrivalMaxNs / 1'000'000'000) +
+                         " s (about 31.7 years, as a scenario's at_ms)");
 }
 
 std::string TraceReader::place(std::size_t index) const {
@@ -185,8 +191,9 @@ void TraceReader::check_utf8(bool json_line) const {
     // A byte that breaks a sequence may be plain ASCII (the quote after a lone lead byte): name
     // the byte the sequence started with too.
     if (sequence != bad)
-        throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + " in a sequence that starts with " + hex(sequence) +
-                                                 "; expected UTF-8 text");
+        throw InputError(path(), place(bad),
+                         "invalid UTF-8 byte " + hex(bad) + " in a sequence that starts with " + hex(sequence) +
+                             "; expected UTF-8 text");
     throw InputError(path(), place(bad), "invalid UTF-8 byte " + hex(bad) + "; expected UTF-8 text");
 }
 

@@ -28,8 +28,8 @@ std::uint64_t time_unit_ns(TimeUnit unit);
 TraceFormat guess_trace_format(const std::string& path);
 
 inline constexpr std::uint32_t kMooncakeBlockTokens = 512;
-inline constexpr std::uint32_t kBlockTokensMax = 1 << 20;           // for every block size a trace or scenario names
-inline constexpr std::uint32_t kInputTokensMax = 16'777'216;   // larger prompts are taken as corrupt data
+inline constexpr std::uint32_t kBlockTokensMax = 1 << 20;     // for every block size a trace or scenario names
+inline constexpr std::uint32_t kInputTokensMax = 16'777'216;  // larger prompts are taken as corrupt data
 inline constexpr std::uint32_t kOutputTokensMax = 16'777'216;
 // The latest arrival after the first request (about 31.7 years; a scenario's at_ms has the same
 // bound): the simulated clock, in 64-bit nanoseconds, then cannot wrap.
@@ -37,11 +37,11 @@ inline constexpr std::uint64_t kArrivalMaxNs = 1'000'000'000'000'000'000;
 
 struct TraceOptions {
     TraceFormat format = TraceFormat::mooncake;
-    TimeUnit time_unit = TimeUnit::ms;      // jsonl only; Mooncake is always ms
-    std::uint32_t block_tokens = 512;       // jsonl and azure; Mooncake is always 512
-    std::uint64_t seed = 1;                 // azure: seeds the prefix-sharing model
-    std::uint64_t limit = 0;                // read at most this many requests; 0 reads all
-    AzureSharing sharing;                   // azure only
+    TimeUnit time_unit = TimeUnit::ms;  // jsonl only; Mooncake is always ms
+    std::uint32_t block_tokens = 512;   // jsonl and azure; Mooncake is always 512
+    std::uint64_t seed = 1;             // azure: seeds the prefix-sharing model
+    std::uint64_t limit = 0;            // read at most this many requests; 0 reads all
+    AzureSharing sharing;               // azure only
 };
 
 // Why a trace cannot be read with these options, before reading it: Mooncake traces are always
@@ -59,8 +59,8 @@ struct TraceRecord {
     std::uint32_t input_tokens = 0;
     std::uint32_t output_tokens = 0;
     std::uint32_t block_tokens = 0;
-    std::vector<std::uint64_t> block_ids;   // ceil(input_tokens / block_tokens) content-block ids
-    std::uint64_t line = 0;                 // 1-based line in the file, for messages
+    std::vector<std::uint64_t> block_ids;  // ceil(input_tokens / block_tokens) content-block ids
+    std::uint64_t line = 0;                // 1-based line in the file, for messages
 };
 
 // Reads lines with a buffered stream, one at a time. Strips a UTF-8 BOM on line 1 and a trailing
@@ -68,7 +68,7 @@ struct TraceRecord {
 class LineSource {
 public:
     explicit LineSource(const std::string& path);
-    bool next_line();                                   // false at the end of the file
+    bool next_line();  // false at the end of the file
     const std::string& text() const { return text_; }
     std::uint64_t number() const { return number_; }
     std::size_t column_offset() const { return number_ == 1 ? bom_bytes_ : 0; }

@@ -26,7 +26,7 @@ public:
     TraceWriter& operator=(const TraceWriter&) = delete;
 
     void write(const TraceRecord& record);
-    void finish();   // flushes; for a file, renames the temporary file onto the path
+    void finish();  // flushes; for a file, renames the temporary file onto the path
 
 private:
     void flush_buffer();

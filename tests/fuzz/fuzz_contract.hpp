@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
 #include <unistd.h>
 
 #include "sim/io/input_error.hpp"
@@ -32,7 +33,8 @@ inline void check_input_error(const sim::InputError& error, const std::string& f
     const std::string line = error.what();
     if (line.find('\n') != std::string::npos || line.find('\r') != std::string::npos)
         contract_broken("the message spans several lines: " + line);
-    if (error.file() != file) contract_broken("the message names \"" + error.file() + "\", not \"" + file + "\": " + line);
+    if (error.file() != file)
+        contract_broken("the message names \"" + error.file() + "\", not \"" + file + "\": " + line);
     if (error.message().empty()) contract_broken("empty message: " + line);
 }
 

@@ -48,8 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string report = folder.write(data, size);
     try {
         const std::vector<kvcheck::sim::NamedReport> reports = kvcheck::sim::load_run_reports(folder.dir());
-        if (reports.size() != 1 || reports.front().file != report) kvcheck::fuzz::contract_broken("the run folder did not load as its one report");
-        if (kvcheck::sim::report_html(reports).find("</html>") == std::string::npos) kvcheck::fuzz::contract_broken("the page is not whole");
+        if (reports.size() != 1 || reports.front().file != report)
+            kvcheck::fuzz::contract_broken("the run folder did not load as its one report");
+        if (kvcheck::sim::report_html(reports).find("</html>") == std::string::npos)
+            kvcheck::fuzz::contract_broken("the page is not whole");
     } catch (const kvcheck::sim::InputError& e) {
         kvcheck::fuzz::check_input_error(e, report);
     } catch (const std::exception& e) {

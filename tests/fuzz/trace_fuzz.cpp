@@ -59,10 +59,12 @@ void read_all(const std::string& path, const TraceOptions& options) {
         std::uint64_t previous_ns = 0;
         for (std::uint64_t n = 0; n < kRecordsMax && reader->next(record); ++n) {
             if (record.arrival_ns < previous_ns) kvcheck::fuzz::contract_broken("a delivered arrival time goes back");
-            if (n == 0 && record.arrival_ns != 0) kvcheck::fuzz::contract_broken("the first request does not arrive at 0");
+            if (n == 0 && record.arrival_ns != 0)
+                kvcheck::fuzz::contract_broken("the first request does not arrive at 0");
             if (record.block_ids.size() != kvcheck::sim::blocks_for(record.input_tokens, record.block_tokens))
                 kvcheck::fuzz::contract_broken("a record's block ids do not cover its prompt");
-            if (record.input_tokens > kvcheck::sim::kInputTokensMax || record.output_tokens > kvcheck::sim::kOutputTokensMax)
+            if (record.input_tokens > kvcheck::sim::kInputTokensMax ||
+                record.output_tokens > kvcheck::sim::kOutputTokensMax)
                 kvcheck::fuzz::contract_broken("a record exceeds the token bounds");
             previous_ns = record.arrival_ns;
         }

@@ -31,15 +31,20 @@ nlohmann::json preset_json(const model::ModelConfig& config) {
         forms.push_back(model::form_name(f));
         bytes[std::string(model::form_name(f))] = d.bytes_per_token_by_form[static_cast<int>(f)];
     }
-    return {{"name", config.name},          {"description", config.description}, {"lcm_tokens", d.lcm_tokens},
-            {"forms", forms},               {"bytes_per_token_by_form", bytes},   {"groups", groups},
+    return {{"name", config.name},
+            {"description", config.description},
+            {"lcm_tokens", d.lcm_tokens},
+            {"forms", forms},
+            {"bytes_per_token_by_form", bytes},
+            {"groups", groups},
             {"prefill_tokens_per_s", config.prefill_tokens_per_s}};
 }
 
 }  // namespace
 
 void register_presets(CLI::App& app, Common& common) {
-    auto* cmd = app.add_subcommand("presets", "List model presets with derived figures (LCM boundary, forms, bytes per token per form)");
+    auto* cmd = app.add_subcommand(
+        "presets", "List model presets with derived figures (LCM boundary, forms, bytes per token per form)");
     auto json = std::make_shared<bool>(false);
     cmd->add_flag("--json", *json, "Print JSON");
     cmd->callback([json, &common] {
@@ -62,9 +67,10 @@ void register_presets(CLI::App& app, Common& common) {
             }
             std::printf("%-14s %6u  %-70s  %s\n", c.name.c_str(), d.lcm_tokens, forms.c_str(), bytes.c_str());
             for (const model::CacheGroup& g : c.groups)
-                std::printf("    %-10s %-8s layers=%-3u block=%-5u segment=%-5u window=%-5u ratio=%-4u bytes/token/layer=%u\n",
-                            g.name.c_str(), std::string(model::group_kind_name(g.kind)).c_str(), g.layers, g.block_tokens,
-                            g.segment_tokens, g.window_tokens, g.compress_ratio, g.bytes_per_token_layer);
+                std::printf(
+                    "    %-10s %-8s layers=%-3u block=%-5u segment=%-5u window=%-5u ratio=%-4u bytes/token/layer=%u\n",
+                    g.name.c_str(), std::string(model::group_kind_name(g.kind)).c_str(), g.layers, g.block_tokens,
+                    g.segment_tokens, g.window_tokens, g.compress_ratio, g.bytes_per_token_layer);
         }
         common.exit_code = 0;
     });

@@ -3,12 +3,10 @@
 // InputError thrown from a callback is printed as one line by main() and exits 2.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-
 
 namespace kvcheck::cli {
 

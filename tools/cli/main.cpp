@@ -1,6 +1,5 @@
 // kvcheck entry point: builds the subcommands, runs the chosen one, maps errors to exit codes.
 #include <algorithm>
-#include <new>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -8,10 +7,12 @@
 #include <exception>
 #include <functional>
 #include <iostream>
-#include <malloc.h>
+#include <new>
 #include <regex>
 #include <string>
 #include <utility>
+
+#include <malloc.h>
 
 #include "sim/io/input_error.hpp"
 #include "tools/cli/commands.hpp"
@@ -54,15 +55,20 @@ std::pair<std::string, std::string> count_bounds(const std::string& type) {
 
 void check_values(CLI::App& app) {
     const CLI::Validator real([](std::string& text) { return real_problem(text); }, "", "real");
-    const CLI::Validator text([](std::string& value) { return value.empty() ? std::string("expected a value, got \"\"") : std::string(); },
-                              "", "text");
+    const CLI::Validator text(
+        [](std::string& value) { return value.empty() ? std::string("expected a value, got \"\"") : std::string(); },
+        "", "text");
     for (CLI::Option* option : app.get_options()) {
         const std::string type = option->get_type_name();
         if (type.rfind("UINT", 0) == 0 || type.rfind("INT", 0) == 0)  // no option takes a negative value
-            option->transform(CLI::Validator([bounds = count_bounds(type)](std::string& value) { return count_problem(value, bounds.first, bounds.second); },
-                                             "", "count"));
-        else if (type.rfind("FLOAT", 0) == 0) option->transform(real);
-        else if (type.rfind("TEXT", 0) == 0) option->transform(text);
+            option->transform(
+                CLI::Validator([bounds = count_bounds(type)](
+                                   std::string& value) { return count_problem(value, bounds.first, bounds.second); },
+                               "", "count"));
+        else if (type.rfind("FLOAT", 0) == 0)
+            option->transform(real);
+        else if (type.rfind("TEXT", 0) == 0)
+            option->transform(text);
     }
     for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_values(*sub);
 }
@@ -73,7 +79,8 @@ std::string command_line_error(const std::string& what) {
     static const std::regex named("^(--?[A-Za-z][A-Za-z0-9-]*): (.*)$");
     static const std::regex mentioned("(--[A-Za-z][A-Za-z0-9-]*)");
     std::smatch m;
-    if (std::regex_match(what, m, named)) return kvcheck::sim::InputError("", m[1], std::string(m[2]) + " (see --help)").what();
+    if (std::regex_match(what, m, named))
+        return kvcheck::sim::InputError("", m[1], std::string(m[2]) + " (see --help)").what();
     if (std::regex_search(what, m, mentioned)) return kvcheck::sim::InputError("", m[1], what + " (see --help)").what();
     return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
 }
@@ -93,7 +100,9 @@ std::string unknown_command(CLI::App& app) {
     if (rest.empty() || rest.front().starts_with("-") || at->get_subcommands({}).empty()) return "";
     std::string known;
     for (const CLI::App* sub : at->get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
-    return kvcheck::sim::InputError("", "command line", "unknown command \"" + rest.front() + "\" (known: " + known + ")").what();
+    return kvcheck::sim::InputError("", "command line",
+                                    "unknown command \"" + rest.front() + "\" (known: " + known + ")")
+        .what();
 }
 
 // CLI11 checks required arguments before it reports words it did not expect, so `run --bogus`
@@ -102,7 +111,9 @@ std::string unknown_command(CLI::App& app) {
 std::string unexpected_option(CLI::App& app) {
     for (const std::string& word : innermost_command(app).remaining())
         if (word.size() > 1 && word.starts_with("-"))
-            return kvcheck::sim::InputError("", word, "The following argument was not expected: " + word + " (see --help)").what();
+            return kvcheck::sim::InputError("", word,
+                                            "The following argument was not expected: " + word + " (see --help)")
+                .what();
     return "";
 }
 

@@ -14,7 +14,8 @@ namespace kvcheck::cli {
 class Progress {
 public:
     Progress(bool quiet, std::string label)
-        : active_(!quiet && ::isatty(STDERR_FILENO) == 1), label_(std::move(label)), started_(std::chrono::steady_clock::now()) {}
+        : active_(!quiet && ::isatty(STDERR_FILENO) == 1), label_(std::move(label)),
+          started_(std::chrono::steady_clock::now()) {}
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
     ~Progress() { done(); }
@@ -25,9 +26,11 @@ public:
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
         const double rate = seconds > 0 ? static_cast<double>(done_count) / seconds : 0;
         std::string eta;
-        if (total > done_count && rate > 0) eta = "  ETA " + std::to_string(static_cast<long long>(static_cast<double>(total - done_count) / rate)) + "s";
-        std::fprintf(stderr, "\r\033[K%s: %llu %s  %.0f/s%s", label_.c_str(), static_cast<unsigned long long>(done_count), unit.c_str(), rate,
-                     eta.c_str());
+        if (total > done_count && rate > 0)
+            eta =
+                "  ETA " + std::to_string(static_cast<long long>(static_cast<double>(total - done_count) / rate)) + "s";
+        std::fprintf(stderr, "\r\033[K%s: %llu %s  %.0f/s%s", label_.c_str(),
+                     static_cast<unsigned long long>(done_count), unit.c_str(), rate, eta.c_str());
         std::fflush(stderr);
         shown_ = true;
     }

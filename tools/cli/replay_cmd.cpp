@@ -11,8 +11,8 @@
 
 #include "cuda_replay/replay.hpp"
 #include "cuda_replay/replay_many.hpp"
-#include "sim/io/shell_word.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/shell_word.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace kvcheck::cli {
@@ -30,8 +30,8 @@ struct ReplayOptions {
 };
 
 void print_table(const replay::Summary& summary, const std::string& backend, bool graph_guard) {
-    std::printf("%-32s %8s  %-9s  %-10s %-18s %8s  %-7s  %s\n", "schedule", "request", "verdict", "group", "form", "position",
-                "oracle", "agreement");
+    std::printf("%-32s %8s  %-9s  %-10s %-18s %8s  %-7s  %s\n", "schedule", "request", "verdict", "group", "form",
+                "position", "oracle", "agreement");
     for (const replay::ScheduleResult& r : summary.results) {
         const std::string name = std::filesystem::path(r.schedule).filename().string();
         const replay::Divergence* d = r.divergence ? &*r.divergence : nullptr;
@@ -40,14 +40,16 @@ void print_table(const replay::Summary& summary, const std::string& backend, boo
                     d ? std::to_string(d->position).c_str() : "-", r.oracle_corrupt ? "corrupt" : "clean",
                     std::string(replay::agreement_name(r.agreement)).c_str());
     }
-    std::printf("backend=%s%s schedules=%d bit_exact=%d diverged=%d oracle: agree=%d false_alarm=%d miss=%d recaptures=%d\n",
-                backend.c_str(), graph_guard ? "" : " graph_guard=off", summary.schedules, summary.bit_exact, summary.diverged,
-                summary.agree, summary.false_alarm, summary.miss, summary.recaptures);
+    std::printf(
+        "backend=%s%s schedules=%d bit_exact=%d diverged=%d oracle: agree=%d false_alarm=%d miss=%d recaptures=%d\n",
+        backend.c_str(), graph_guard ? "" : " graph_guard=off", summary.schedules, summary.bit_exact, summary.diverged,
+        summary.agree, summary.false_alarm, summary.miss, summary.recaptures);
 }
 
 int run_replay(const ReplayOptions& options) {
     if (options.no_graph_guard && options.backend != "cuda")
-        throw sim::InputError("", "--no-graph-guard", "needs --backend cuda: the " + options.backend + " backend captures no decode graphs");
+        throw sim::InputError("", "--no-graph-guard",
+                              "needs --backend cuda: the " + options.backend + " backend captures no decode graphs");
     std::string why;
     const std::unique_ptr<replay::Backend> backend =
         replay::make_backend(options.backend, why, {.graph_guard = !options.no_graph_guard});
@@ -60,7 +62,9 @@ int run_replay(const ReplayOptions& options) {
                                              ? std::filesystem::path(options.path)
                                              : std::filesystem::absolute(options.path, same_error).parent_path();
     if (!options.out.empty() && std::filesystem::equivalent(options.out, folder, same_error))
-        throw sim::InputError(options.out, "--out", "is the schedule folder, where replay.json would be read as a schedule by the next replay; expected another folder");
+        throw sim::InputError(options.out, "--out",
+                              "is the schedule folder, where replay.json would be read as a schedule by the next "
+                              "replay; expected another folder");
     std::vector<std::string> files = replay::schedule_files(options.path);
     if (options.limit >= 0 && files.size() > static_cast<std::size_t>(options.limit))
         files.resize(static_cast<std::size_t>(options.limit));
@@ -73,14 +77,17 @@ int run_replay(const ReplayOptions& options) {
     nlohmann::json document = replay::summary_json(summary, backend->name());
     document["graph_guard"] = !options.no_graph_guard;
     write_result_file(options.out, "replay.json", document);
-    if (options.json) std::cout << document.dump(2) << "\n";
-    else print_table(summary, options.backend, !options.no_graph_guard);
+    if (options.json)
+        std::cout << document.dump(2) << "\n";
+    else
+        print_table(summary, options.backend, !options.no_graph_guard);
     if (summary.oracle_agrees()) return 0;
     std::fflush(stdout);  // the table before the reproduce line, also when both go to one file
     for (const replay::ScheduleResult& r : summary.results) {
         if (r.agreement == replay::Agreement::agree) continue;
-        std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s%s\n", std::string(replay::agreement_name(r.agreement)).c_str(),
-                     r.schedule.c_str(), sim::shell_word(r.schedule).c_str(), options.backend.c_str(),
+        std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s%s\n",
+                     std::string(replay::agreement_name(r.agreement)).c_str(), r.schedule.c_str(),
+                     sim::shell_word(r.schedule).c_str(), options.backend.c_str(),
                      options.no_graph_guard ? " --no-graph-guard" : "");
         break;  // one command: the first schedule the oracle disagrees with
     }
@@ -90,15 +97,18 @@ int run_replay(const ReplayOptions& options) {
 }  // namespace
 
 void register_replay(CLI::App& app, Common& common) {
-    auto* cmd = app.add_subcommand("replay", "Replay exported schedules with the tiny model and compare resumed vs recomputed bit for bit");
+    auto* cmd = app.add_subcommand(
+        "replay", "Replay exported schedules with the tiny model and compare resumed vs recomputed bit for bit");
     auto options = std::make_shared<ReplayOptions>();
     cmd->add_option("DIR", options->path, "Folder of *.json schedules (or one schedule file)")->required();
-    cmd->add_option("--backend", options->backend, "cpu (fp32 reference, the default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+    cmd->add_option("--backend", options->backend, "cpu (fp32 reference, the default) or cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_flag("--json", options->json, "Print the summary as JSON");
     cmd->add_option("--out", options->out, "Also write the summary (the --json document) to DIR/replay.json");
     cmd->add_option("--limit", options->limit, "Replay only the first N schedules in file-name order (default: all)")
         ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    cmd->add_option("--jobs", options->jobs, "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
+    cmd->add_option("--jobs", options->jobs,
+                    "Schedules replayed at once (default: 2 on cpu, 1 on cuda); results do not depend on it")
         ->check(CLI::Range(1, 256));
     cmd->add_flag("--no-graph-guard", options->no_graph_guard,
                   "cuda only: never recapture the decode graph when a reload moved a cache buffer it baked, as the "

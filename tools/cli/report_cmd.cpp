@@ -12,7 +12,8 @@ namespace kvcheck::cli {
 void register_report(CLI::App& app, Common& common) {
     auto run_dir = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
-    auto* cmd = app.add_subcommand("report", "Render a run folder's report.json (or compare's per-policy folders) as one HTML page");
+    auto* cmd = app.add_subcommand(
+        "report", "Render a run folder's report.json (or compare's per-policy folders) as one HTML page");
     cmd->add_option("run_dir", *run_dir, "Folder written by kvcheck run --out or kvcheck compare --out")->required();
     cmd->add_option("-o,--out", *out, "Where to write the page (default RUN_DIR/report.html)");
     cmd->callback([run_dir, out, &common] {

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "sim/report/entry_ages.hpp"
-#include "sim/scenario/expect.hpp"
 #include "sim/report/metrics.hpp"
+#include "sim/scenario/expect.hpp"
 
 namespace kvcheck::cli {
 
@@ -20,7 +20,8 @@ namespace {
 std::vector<std::pair<std::string, std::uint64_t>> miss_counts(const nlohmann::json& report, const char* key) {
     std::vector<std::pair<std::string, std::uint64_t>> out;
     for (const auto& [form, by_reason] : report[key].items())
-        for (const auto& [reason, count] : by_reason.items()) out.emplace_back(form + "." + reason, count.get<std::uint64_t>());
+        for (const auto& [reason, count] : by_reason.items())
+            out.emplace_back(form + "." + reason, count.get<std::uint64_t>());
     return out;
 }
 
@@ -28,44 +29,54 @@ std::vector<std::pair<std::string, std::uint64_t>> miss_counts(const nlohmann::j
 
 void print_summary(const nlohmann::json& j, FILE* to) {
     std::fprintf(to, "policy=%s requests=%llu hit_rate=%.4f post_hit_fallback_rate=%.4f silent_corruptions=%llu\n",
-                 j["policy"].get<std::string>().c_str(), static_cast<unsigned long long>(j["requests"].get<std::uint64_t>()),
-                 j["hit_rate"].get<double>(), j["post_hit_fallback_rate"].get<double>(),
+                 j["policy"].get<std::string>().c_str(),
+                 static_cast<unsigned long long>(j["requests"].get<std::uint64_t>()), j["hit_rate"].get<double>(),
+                 j["post_hit_fallback_rate"].get<double>(),
                  static_cast<unsigned long long>(j["silent_corruptions"].get<std::uint64_t>()));
     std::fprintf(to, "verdicts: resumable=%llu io_wait=%llu partial_recompute=%llu full_recompute=%llu\n",
                  static_cast<unsigned long long>(j["verdicts"]["resumable"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["verdicts"]["io_wait"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["verdicts"]["partial_recompute"].get<std::uint64_t>()),
                  static_cast<unsigned long long>(j["verdicts"]["full_recompute"].get<std::uint64_t>()));
-    const auto tokens = [&](const char* key) { return static_cast<unsigned long long>(sim::report_value(j, key)->get<std::uint64_t>()); };
-    std::fprintf(to, "tokens: reused=%llu (gpu=%llu host=%llu disk=%llu) recomputed=%llu trimmed=%llu  ttft_ms p50=%.1f p99=%.1f\n",
-                 tokens("reused_tokens"), tokens("reused_tokens_by_source.gpu"), tokens("reused_tokens_by_source.host"),
-                 tokens("reused_tokens_by_source.disk"), tokens("recomputed_tokens"), tokens("trimmed_tokens"), j["ttft_ms"]["p50"].get<double>(),
-                 j["ttft_ms"]["p99"].get<double>());
+    const auto tokens = [&](const char* key) {
+        return static_cast<unsigned long long>(sim::report_value(j, key)->get<std::uint64_t>());
+    };
+    std::fprintf(
+        to,
+        "tokens: reused=%llu (gpu=%llu host=%llu disk=%llu) recomputed=%llu trimmed=%llu  ttft_ms p50=%.1f p99=%.1f\n",
+        tokens("reused_tokens"), tokens("reused_tokens_by_source.gpu"), tokens("reused_tokens_by_source.host"),
+        tokens("reused_tokens_by_source.disk"), tokens("recomputed_tokens"), tokens("trimmed_tokens"),
+        j["ttft_ms"]["p50"].get<double>(), j["ttft_ms"]["p99"].get<double>());
     if (const std::uint64_t waits = j["io_wait_ms"]["waits"].get<std::uint64_t>(); waits > 0) {
         const auto count = [&](const char* key) {
             const nlohmann::json* v = sim::report_value(j, key);
             return static_cast<unsigned long long>(v != nullptr ? v->get<std::uint64_t>() : 0);
         };
-        std::fprintf(to, "io_wait_ms p50=%.1f p99=%.1f waits=%llu stopped=%llu requests_failed=%llu\n", j["io_wait_ms"]["p50"].get<double>(),
-                     j["io_wait_ms"]["p99"].get<double>(), static_cast<unsigned long long>(waits), count("load_waits_stopped"),
-                     count("requests_failed"));
+        std::fprintf(to, "io_wait_ms p50=%.1f p99=%.1f waits=%llu stopped=%llu requests_failed=%llu\n",
+                     j["io_wait_ms"]["p50"].get<double>(), j["io_wait_ms"]["p99"].get<double>(),
+                     static_cast<unsigned long long>(waits), count("load_waits_stopped"), count("requests_failed"));
     }
     if (const nlohmann::json* ages = sim::report_value(j, "entry_ages_ms")) {
         std::fprintf(to, "entry_ages_ms p50/p99:");
         for (const char* age : sim::kAgeNames)
-            std::fprintf(to, " %s=%.1f/%.1f", age, (*ages)[age]["all"]["p50"].get<double>(), (*ages)[age]["all"]["p99"].get<double>());
+            std::fprintf(to, " %s=%.1f/%.1f", age, (*ages)[age]["all"]["p50"].get<double>(),
+                         (*ages)[age]["all"]["p99"].get<double>());
         std::fprintf(to, "\n");
     }
     for (const char* key : {"miss_reasons", "miss_tokens"}) {
         std::vector<std::pair<std::string, std::uint64_t>> misses = miss_counts(j, key);
         if (misses.empty()) continue;
-        std::stable_sort(misses.begin(), misses.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+        std::stable_sort(misses.begin(), misses.end(),
+                         [](const auto& a, const auto& b) { return a.second > b.second; });
         std::fprintf(to, "%s:", key);
-        for (const auto& [name, count] : misses) std::fprintf(to, " %s=%llu", name.c_str(), static_cast<unsigned long long>(count));
+        for (const auto& [name, count] : misses)
+            std::fprintf(to, " %s=%llu", name.c_str(), static_cast<unsigned long long>(count));
         std::fprintf(to, "\n");
     }
     for (const auto& [name, count] : j["invariant_violations"].items())
-        if (count.get<std::uint64_t>() > 0) std::fprintf(to, "violated %s x%llu\n", name.c_str(), static_cast<unsigned long long>(count.get<std::uint64_t>()));
+        if (count.get<std::uint64_t>() > 0)
+            std::fprintf(to, "violated %s x%llu\n", name.c_str(),
+                         static_cast<unsigned long long>(count.get<std::uint64_t>()));
 }
 
 void print_comparison(const std::vector<nlohmann::json>& reports) {

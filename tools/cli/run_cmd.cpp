@@ -31,9 +31,10 @@ struct RunArgs {
 
 // --set POINTER=VALUE on run, compare and validate: a scenario value replaced for this command.
 void add_set_option(CLI::App* cmd, std::vector<std::string>& sets) {
-    cmd->add_option("--set", sets,
-                    "POINTER=VALUE: replace the scenario's value at this JSON pointer (VALUE as JSON, else as a string), "
-                    "e.g. --set /compute/max_load_wait_us=5000; repeatable, applied in order")
+    cmd->add_option(
+           "--set", sets,
+           "POINTER=VALUE: replace the scenario's value at this JSON pointer (VALUE as JSON, else as a string), "
+           "e.g. --set /compute/max_load_wait_us=5000; repeatable, applied in order")
         ->expected(1)
         ->allow_extra_args(false)  // one value an occurrence: a positional after it stays positional
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -50,22 +51,29 @@ void print_case(const sim::CaseResult& c, const RunArgs& args, bool in_suite) {
     if (!c.error.empty()) return;  // printed with the exit code, after the suite
     const bool per_policy = args.suite.expected_policies;
     FILE* info = args.json ? stderr : stdout;
-    if (args.json && !in_suite && !per_policy) std::cout << c.report.dump(2) << "\n";
+    if (args.json && !in_suite && !per_policy)
+        std::cout << c.report.dump(2) << "\n";
     else if (args.json) {
     } else if (!args.quiet && c.steps_mode)
-        std::printf("replayed %llu steps of %s under %s\n", static_cast<unsigned long long>(c.steps), c.path.c_str(), c.policy.c_str());
-    else if (!args.quiet) print_summary(c.report, stdout);
+        std::printf("replayed %llu steps of %s under %s\n", static_cast<unsigned long long>(c.steps), c.path.c_str(),
+                    c.policy.c_str());
+    else if (!args.quiet)
+        print_summary(c.report, stdout);
     if (!args.json && !args.quiet && c.steps_mode)
-        for (const auto& [name, message] : c.first_violation) std::printf("violated %s: %s\n", name.c_str(), message.c_str());
+        for (const auto& [name, message] : c.first_violation)
+            std::printf("violated %s: %s\n", name.c_str(), message.c_str());
     if (!args.quiet)
         for (const std::string& w : c.warnings) std::fprintf(info, "warning: %s\n", w.c_str());
-    for (const std::string& f : c.failures) std::fprintf(info, "FAIL %s%s: %s\n", c.name.c_str(), c.policy_tag.c_str(), f.c_str());
+    for (const std::string& f : c.failures)
+        std::fprintf(info, "FAIL %s%s: %s\n", c.name.c_str(), c.policy_tag.c_str(), f.c_str());
     if (!c.failures.empty()) std::fprintf(info, "reproduce: %s\n", c.reproduce.c_str());
     if (!c.counterexample_note.empty()) std::fprintf(info, "%s\n", c.counterexample_note.c_str());
     if (!c.out_dir.empty() && !args.quiet)
-        std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json%s)\n", c.out_dir.c_str(), args.suite.html ? ", report.html" : "");
+        std::fprintf(info, "outputs in %s (report.json, metrics.prom, timeline.json%s)\n", c.out_dir.c_str(),
+                     args.suite.html ? ", report.html" : "");
     if (!args.suite.schedules.empty() && !args.quiet)
-        std::fprintf(info, "schedules exported: %llu to %s\n", static_cast<unsigned long long>(c.schedules_written), c.schedules_dir.c_str());
+        std::fprintf(info, "schedules exported: %llu to %s\n", static_cast<unsigned long long>(c.schedules_written),
+                     c.schedules_dir.c_str());
     std::fprintf(info, "final_state_hash=%s\n", c.report["final_state_hash"].get<std::string>().c_str());
 }
 
@@ -75,9 +83,11 @@ int run_command(const RunArgs& args) {
     FILE* info = args.json ? stderr : stdout;
     std::optional<Progress> progress;
     sim::CaseHooks hooks;
-    hooks.started = [&](const std::string& path, const std::string& name, const std::string& policy, std::uint64_t seed) {
+    hooks.started = [&](const std::string& path, const std::string& name, const std::string& policy,
+                        std::uint64_t seed) {
         // Also in a quiet suite: it names the scenario the final_state_hash line below belongs to.
-        std::fprintf(info, "seed=%llu scenario=%s policy=%s\n", static_cast<unsigned long long>(seed), path.c_str(), policy.c_str());
+        std::fprintf(info, "seed=%llu scenario=%s policy=%s\n", static_cast<unsigned long long>(seed), path.c_str(),
+                     policy.c_str());
         progress.emplace(args.quiet, "run " + name);
     };
     hooks.progress = [&](std::uint64_t finished, std::uint64_t events) {
@@ -108,9 +118,12 @@ void register_compare(CLI::App& app, Common& common) {
     auto quiet = std::make_shared<bool>(false);
     auto* cmd = app.add_subcommand("compare", "Run one scenario under several policies and print them side by side");
     cmd->add_option("scenario", args->target, "Scenario file")->required();
-    cmd->add_option("--policies", args->policies, "Comma-separated policies (default naive,validated)")->delimiter(',')->allow_extra_args(false);
+    cmd->add_option("--policies", args->policies, "Comma-separated policies (default naive,validated)")
+        ->delimiter(',')
+        ->allow_extra_args(false);
     cmd->add_option("--seed", args->seed, "Seed (default, or 0: the scenario's)");
-    cmd->add_option("--out", args->out, "Write each policy's outputs under DIR/POLICY/ and the policy order to DIR/compare.json");
+    cmd->add_option("--out", args->out,
+                    "Write each policy's outputs under DIR/POLICY/ and the policy order to DIR/compare.json");
     cmd->add_flag("--json", *json, "Print {\"policies\": {NAME: report}}");
     cmd->add_flag("--quiet", *quiet, "No progress line");
     add_set_option(cmd, *sets);
@@ -119,7 +132,8 @@ void register_compare(CLI::App& app, Common& common) {
         std::optional<Progress> progress;
         sim::CompareHooks hooks;
         hooks.started = [&](std::uint64_t seed) {
-            std::fprintf(*json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed), args->target.c_str());
+            std::fprintf(*json ? stderr : stdout, "seed=%llu scenario=%s\n", static_cast<unsigned long long>(seed),
+                         args->target.c_str());
             std::fflush(stdout);  // before the FAIL lines on stderr, also when both go to one file
         };
         hooks.progress = [&](const std::string& name, std::uint64_t finished) {
@@ -139,12 +153,15 @@ void register_compare(CLI::App& app, Common& common) {
             all[p.policy] = p.report;
             reports.push_back(p.report);
         }
-        if (*json) std::cout << nlohmann::json{{"policies", all}}.dump(2) << "\n";
-        else print_comparison(reports);
+        if (*json)
+            std::cout << nlohmann::json{{"policies", all}}.dump(2) << "\n";
+        else
+            print_comparison(reports);
         for (const auto& r : reports)
             std::fprintf(*json ? stderr : stdout, "final_state_hash[%s]=%s\n", r["policy"].get<std::string>().c_str(),
                          r["final_state_hash"].get<std::string>().c_str());
-        const bool failed = std::any_of(ran.begin(), ran.end(), [](const sim::ComparedPolicy& p) { return !p.failures.empty(); });
+        const bool failed =
+            std::any_of(ran.begin(), ran.end(), [](const sim::ComparedPolicy& p) { return !p.failures.empty(); });
         common.exit_code = failed ? 1 : 0;
     });
 }
@@ -165,7 +182,8 @@ void register_validate(CLI::App& app, Common& common) {
 
 void register_run(CLI::App& app, Common& common) {
     auto args = std::make_shared<RunArgs>();
-    auto* cmd = app.add_subcommand("run", "Run a scenario (or every *.json scenario in a folder) through the simulator");
+    auto* cmd =
+        app.add_subcommand("run", "Run a scenario (or every *.json scenario in a folder) through the simulator");
     cmd->add_option("scenario", args->suite.target, "Scenario file or folder")->required();
     cmd->add_option("--policy", args->suite.policy, "Policy to run (default: the scenario's)");
     cmd->add_option("--seed", args->suite.seed, "Seed (default, or 0: the scenario's)");
@@ -175,16 +193,18 @@ void register_run(CLI::App& app, Common& common) {
     cmd->add_flag("--json", args->json, "Print report.json to stdout (a folder: {\"scenarios\": {NAME: report}})");
     cmd->add_flag("--quiet", args->quiet, "No summary and no progress line");
     cmd->add_flag("--html", args->suite.html, "Also write report.html next to report.json")->needs("--out");
-    auto* every = cmd->add_flag("--expected-policies", args->suite.expected_policies,
-                                "Also run each policy the scenario's expect block names, each judged by its own expectation "
-                                "(outputs in DIR[/NAME]/POLICY/, one JUnit case per scenario and policy)");
+    auto* every =
+        cmd->add_flag("--expected-policies", args->suite.expected_policies,
+                      "Also run each policy the scenario's expect block names, each judged by its own expectation "
+                      "(outputs in DIR[/NAME]/POLICY/, one JUnit case per scenario and policy)");
     every->excludes(cmd->get_option("--policy"));
     every->excludes(cmd->get_option("--export-schedules"));
     add_set_option(cmd, args->sets);
     cmd->callback([args, &common] {
         args->suite.overrides = read_overrides(args->sets);
         if (!args->suite.policy.empty() && model::find_policy(args->suite.policy) == nullptr)
-            throw sim::InputError("", "--policy", "unknown policy \"" + args->suite.policy + "\" (known: " + model::policy_names() + ")");
+            throw sim::InputError(
+                "", "--policy", "unknown policy \"" + args->suite.policy + "\" (known: " + model::policy_names() + ")");
         common.exit_code = run_command(*args);
     });
 }

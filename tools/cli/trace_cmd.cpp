@@ -20,8 +20,8 @@ namespace {
 // The flags that say how to read a trace; shared by every trace subcommand.
 struct InputFlags {
     std::string path;
-    std::string format;      // empty: guessed from the extension
-    std::string time_unit;   // empty: the format's default
+    std::string format;     // empty: guessed from the extension
+    std::string time_unit;  // empty: the format's default
     std::uint32_t block_tokens = 0;
     std::uint64_t seed = 1;
     std::uint64_t limit = 0;
@@ -29,7 +29,9 @@ struct InputFlags {
 
 // Written Mooncake JSONL at another block size than Mooncake's is read back as generic JSONL.
 std::string read_back_note(std::uint32_t block_tokens) {
-    return block_tokens == sim::kMooncakeBlockTokens ? "" : "; read it back with --format jsonl --block-size " + std::to_string(block_tokens);
+    return block_tokens == sim::kMooncakeBlockTokens
+               ? ""
+               : "; read it back with --format jsonl --block-size " + std::to_string(block_tokens);
 }
 
 void add_reading_flags(CLI::App* cmd, InputFlags& flags) {
@@ -77,8 +79,8 @@ nlohmann::json stats_json(const sim::TraceStats& s, const sim::TraceOptions& opt
 void print_stats(const sim::TraceStats& s, const InputFlags& flags, const sim::TraceOptions& options) {
     std::printf("trace          %s (%s, %u-token blocks", flags.path.c_str(),
                 std::string(sim::trace_format_name(options.format)).c_str(), s.block_tokens);
-    if (options.format == sim::TraceFormat::azure) std::printf(", ids from the sharing model, seed=%llu",
-                                                                static_cast<unsigned long long>(options.seed));
+    if (options.format == sim::TraceFormat::azure)
+        std::printf(", ids from the sharing model, seed=%llu", static_cast<unsigned long long>(options.seed));
     std::printf(")\n");
     std::printf("requests       %llu\n", static_cast<unsigned long long>(s.requests));
     std::printf("span_s         %.3f\n", s.span_s);
@@ -107,7 +109,8 @@ void print_stats(const sim::TraceStats& s, const InputFlags& flags, const sim::T
 }
 
 void register_stats(CLI::App& trace, Common& common) {
-    auto* cmd = trace.add_subcommand("stats", "Requests, time span, token totals, unique blocks and reuse ratio of a trace");
+    auto* cmd =
+        trace.add_subcommand("stats", "Requests, time span, token totals, unique blocks and reuse ratio of a trace");
     auto flags = std::make_shared<InputFlags>();
     auto json = std::make_shared<bool>(false);
     cmd->add_option("FILE", flags->path, "Trace file")->required();
@@ -125,14 +128,17 @@ void register_stats(CLI::App& trace, Common& common) {
 }
 
 void register_synth(CLI::App& trace, Common& common) {
-    auto* cmd = trace.add_subcommand("synth", "Generate a seeded synthetic trace fitted to a real one (Mooncake JSONL)");
+    auto* cmd =
+        trace.add_subcommand("synth", "Generate a seeded synthetic trace fitted to a real one (Mooncake JSONL)");
     auto flags = std::make_shared<InputFlags>();
     auto requests = std::make_shared<std::uint64_t>(0);
     auto out_block_tokens = std::make_shared<std::uint32_t>(0);
     auto out = std::make_shared<std::string>();
     cmd->add_option("--from", flags->path, "Trace to fit the generator to")->required();
     add_reading_flags(cmd, *flags);
-    cmd->add_option("--requests", *requests, "Number of requests to generate")->required()->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}));
+    cmd->add_option("--requests", *requests, "Number of requests to generate")
+        ->required()
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{100'000'000}));
     cmd->add_option("--out-block-size", *out_block_tokens,
                     "Tokens per block in the output; all token counts scale with it (default: the source's)")
         ->check(CLI::Range(1u, sim::kBlockTokensMax));
@@ -149,7 +155,8 @@ void register_synth(CLI::App& trace, Common& common) {
         }
         writer.finish();
         const std::uint32_t written_block = *out_block_tokens != 0 ? *out_block_tokens : options.block_tokens;
-        std::fprintf(stderr, "kvcheck trace synth: seed=%llu requests=%llu fitted to %s (%llu requests, reuse %.4f)%s%s%s\n",
+        std::fprintf(stderr,
+                     "kvcheck trace synth: seed=%llu requests=%llu fitted to %s (%llu requests, reuse %.4f)%s%s%s\n",
                      static_cast<unsigned long long>(flags->seed), static_cast<unsigned long long>(*requests),
                      flags->path.c_str(), static_cast<unsigned long long>(fitted.requests), fitted.reuse_ratio,
                      out->empty() ? "" : " -> ", out->c_str(), read_back_note(written_block).c_str());
