@@ -113,6 +113,8 @@ private:
                     fail(v.dump() + " is out of range (" + keyword + " " + arg.dump() + ")");
             } else if (keyword == "minLength") {
                 if (v.is_string() && v.get<std::string>().size() < arg.get<std::size_t>()) fail("string too short");
+            } else if (keyword == "minProperties") {
+                if (v.is_object() && v.size() < arg.get<std::size_t>()) fail("too few keys");
             } else if (keyword == "minItems") {
                 if (v.is_array() && v.size() < arg.get<std::size_t>()) fail("too few items");
             } else if (keyword == "required") {
@@ -140,10 +142,23 @@ private:
                     if (s.contains("additionalProperties")) r.keys_seen.insert(where + "#" + key);
                     check(v[key], sub, at + "/" + key, where + "/properties/" + key, r);
                 }
+            } else if (keyword == "patternProperties") {
+                if (!v.is_object()) continue;
+                for (const auto& [pattern, sub] : arg.items())
+                    for (const auto& [key, item] : v.items())
+                        if (std::regex_search(key, std::regex(pattern)))
+                            check(item, sub, at + "/" + key, where + "/patternProperties/" + pattern, r);
             } else if (keyword == "additionalProperties") {
                 if (!v.is_object()) continue;
+                const auto patterned = [&](const std::string& key) {
+                    if (!s.contains("patternProperties")) return false;
+                    for (const auto& [pattern, sub] : s["patternProperties"].items())
+                        if (std::regex_search(key, std::regex(pattern))) return true;
+                    return false;
+                };
                 for (const auto& [key, item] : v.items()) {
                     if (s.contains("properties") && s["properties"].contains(key)) continue;
+                    if (patterned(key)) continue;
                     if (arg.is_boolean()) {
                         if (!arg.get<bool>()) r.problems.push_back({at + "/" + key, "unknown key"});
                     } else {

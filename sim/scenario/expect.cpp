@@ -16,7 +16,17 @@ namespace kvcheck::sim {
 
 namespace {
 
-Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
+// A bound as the scenario wrote it: a whole number without ".0" (bounds are read as doubles).
+std::string bound_text(double x) {
+    if (x == std::floor(x) && std::fabs(x) < 9.0e15) return std::to_string(static_cast<long long>(x));
+    return nlohmann::json(x).dump();
+}
+
+// What a report number is, which decides the bounds it can meet: every number in report.json is
+// zero or more; a count is whole; a rate (a key ending in _rate) lies in [0, 1].
+enum class Figure { count, rate, measure };
+
+Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Figure figure, Problems& problems) {
     Fields f(value, pointer, problems);
     Bound b;
     b.min = f.optional_number("min", -1e18, 1e18);
@@ -26,6 +36,24 @@ Bound parse_bound(const nlohmann::json& value, const std::string& pointer, Probl
     if (b.min && b.max && *b.min > *b.max)
         problems.add(pointer, "min " + nlohmann::json(*b.min).dump() + " is above max " +
                                   nlohmann::json(*b.max).dump() + "; no value can pass");
+    // A bound no run can meet would fail every run like a regression, so it is refused here, where
+    // the pointer can name it: a negative one, a fraction on a count, a rate's min above 1.
+    for (const auto& [name, bound] : {std::pair{"min", b.min}, std::pair{"max", b.max}}) {
+        if (!bound) continue;
+        const std::string at = pointer + "/" + name;
+        const std::string text = std::string(name) + " " + bound_text(*bound);
+        std::string why;
+        if (*bound < 0)
+            why = " is below 0; every number in report.json is 0 or more";
+        else if (figure == Figure::count && *bound != std::floor(*bound))
+            why = " is not a whole number; this figure is a count";
+        else if (figure == Figure::rate && *bound > 1 && name == std::string_view("min"))
+            why = " is above 1; this figure is a rate between 0 and 1";
+        if (!why.empty()) {
+            problems.add(at, text + why);
+            break;  // one message per bound
+        }
+    }
     return b;
 }
 
@@ -84,7 +112,8 @@ void check_miss_reason_path(const std::string& path, const std::string& pointer,
 // the keys of miss_reasons, empty there, are checked against the pairs a run can count.
 // `sessions` and `samples_forked` are in the reports of runs with sessions and with parallel
 // sampling only.
-void check_report_path(const std::string& path, const std::string& pointer, const Scenario& s, Problems& problems) {
+// Returns what the number at `path` is (for the bounds parse_bound accepts).
+Figure check_report_path(const std::string& path, const std::string& pointer, const Scenario& s, Problems& problems) {
     static const std::array<nlohmann::json, 4> shapes = [] {
         std::array<nlohmann::json, 4> out;
         for (int bits = 0; bits < 4; ++bits) {
@@ -105,7 +134,10 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
     for (const std::string_view by_reason : {"miss_reasons", "miss_tokens"})
         if (path.compare(0, by_reason.size(), by_reason) == 0 &&
             (path.size() == by_reason.size() || path[by_reason.size()] == '.'))
-            return check_miss_reason_path(path, pointer, problems);
+        {
+            check_miss_reason_path(path, pointer, problems);
+            return Figure::count;
+        }
     const bool sessions = s.sessions.enabled;
     const bool samples = s.samples > 1;
     const nlohmann::json* node = &shapes[(sessions ? 1 : 0) | (samples ? 2 : 0)];
@@ -114,7 +146,7 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
     while (true) {
         const std::size_t dot = path.find('.', from);
         const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
-        if (node->is_object() && node->empty()) return;
+        if (node->is_object() && node->empty()) return Figure::count;  // a map of counts a run fills
         // Report keys of some runs only (not scenario keys): say which option brings them.
         static constexpr std::string_view kSessionsKey = "sessions";
         static constexpr std::string_view kSamplesKey = "samples_forked";
@@ -122,7 +154,7 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
             problems.add(pointer,
                          "\"" + path + "\" is in report.json only when " +
                              (key == kSessionsKey ? "workload.sessions is on" : "workload.samples is above 1"));
-            return;
+            return Figure::measure;
         }
         if (key.empty() || !node->is_object() || !node->contains(key)) {
             std::string known;
@@ -133,7 +165,7 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
                                       (known.empty() ? std::string()
                                                      : " (known" + (walked.empty() ? "" : " under " + walked) + ": " +
                                                            known + ")"));
-            return;
+            return Figure::measure;
         }
         node = &(*node)[key];
         walked += (walked.empty() ? "" : ".") + key;
@@ -142,6 +174,8 @@ void check_report_path(const std::string& path, const std::string& pointer, cons
     }
     if (!node->is_number() && !(node->is_object() && node->empty()))
         problems.add(pointer, "\"" + path + "\" is " + json_type_name(*node) + " in report.json, expected a number");
+    if (path.ends_with("_rate")) return Figure::rate;
+    return node->is_number_float() ? Figure::measure : Figure::count;
 }
 
 std::vector<std::string> invariant_list(const nlohmann::json& value, const std::string& pointer, Problems& problems) {
@@ -160,12 +194,6 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     return out;
 }
 
-// A bound as the scenario wrote it: a whole number without ".0" (bounds are read as doubles).
-std::string bound_text(double x) {
-    if (x == std::floor(x) && std::fabs(x) < 9.0e15) return std::to_string(static_cast<long long>(x));
-    return nlohmann::json(x).dump();
-}
-
 }  // namespace
 
 Expectation parse_expectation(const nlohmann::json& value, const std::string& pointer, const Scenario& s,
@@ -175,6 +203,9 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
         problems.add(pointer, "expected an object of expectations");
         return e;
     }
+    if (value.empty())
+        problems.add(pointer, "an empty expectation checks nothing; expected \"violates\", \"holds\" or a bound "
+                              "such as {\"silent_corruptions\": {\"max\": 0}}");
     for (const auto& [key, item] : value.items()) {
         const std::string at = pointer + "/" + pointer_escape(key);
         if (key == "violates")
@@ -182,8 +213,8 @@ Expectation parse_expectation(const nlohmann::json& value, const std::string& po
         else if (key == "holds")
             e.holds = invariant_list(item, at, problems);
         else {
-            check_report_path(key, at, s, problems);
-            e.metrics[key] = parse_bound(item, at, problems);
+            const Figure figure = check_report_path(key, at, s, problems);
+            e.metrics[key] = parse_bound(item, at, figure, problems);
         }
     }
     for (std::size_t i = 0; i < e.violates.size(); ++i)
