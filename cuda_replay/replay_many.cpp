@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
 
 namespace kvcheck::replay {
@@ -40,14 +41,20 @@ std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, c
 std::vector<std::string> schedule_files(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code error;
-    if (fs::is_regular_file(path, error)) return {path};
-    if (!fs::exists(path, error)) throw sim::InputError(path, "", "no such schedule folder or file");
-    if (!fs::is_directory(path, error))
-        throw sim::InputError(path, "",
-                              "is not a regular file (a FIFO, device or socket), expected a schedule folder or file");
+    if (!fs::is_directory(path, error)) {
+        if (!fs::exists(fs::symlink_status(path, error)))
+            throw sim::InputError(path, "", "no such schedule folder or file");
+        sim::require_input_file(path);  // names a link loop, a dangling link, a FIFO or a device
+        return {path};
+    }
     std::vector<std::string> out;
-    for (const fs::directory_entry& entry : fs::directory_iterator(path, error))
-        if (entry.is_regular_file() && entry.path().extension() == ".json") out.push_back(entry.path().string());
+    for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
+        if (entry.path().extension() != ".json") continue;
+        // A *.json entry that is not a file (a folder, a FIFO, a dangling link) would otherwise be
+        // skipped without a word, and the replay would confirm fewer schedules than the user put there.
+        sim::require_input_file(entry.path().string());
+        out.push_back(entry.path().string());
+    }
     if (error) throw sim::InputError(path, "", "cannot list the folder: " + error.message());
     // A replay that confirms nothing must not pass: an empty folder is bad input, as for kvcheck run.
     if (out.empty()) throw sim::InputError(path, "", "no *.json schedules in this folder");

@@ -377,3 +377,88 @@ TEST(BadInputCorpus, SetThatIsNotUtf8ExitsTwoBeforeTheRun) {
 }
 
 }  // namespace
+
+// Hostile shapes too large to keep as corpus files, written here: JSON nested 200,000 levels deep
+// (400 KB) in every kind of file kvcheck reads. Each reader refuses it at the bracket that opens
+// level 513, before a recursive copy, dump or comparison could overflow the stack.
+TEST(BadInputCorpus, DeepNestingIsRefusedByEveryReader) {
+    TempDir dir;
+    TempDir scratch;
+    const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
+    const auto write = [&](const std::string& name, const std::string& text) {
+        const std::string path = dir.path() + "/" + name;
+        fs::create_directories(fs::path(path).parent_path());
+        std::ofstream(path) << text;
+        return path;
+    };
+    const std::string head = R"({"model": "toy", "workload": {"requests": [{"input_tokens": 16}]}, )";
+    const std::string scenario = write("scenario.json", head + R"("expect": {"*": {"violates": )" + deep + "}}}");
+    const std::string value = write("value.json", deep);
+    const std::string trace =
+        write("trace.jsonl", R"({"timestamp": 0, "input_length": 16, "output_length": 1, "hash_ids": [1], "x": )" +
+                                 deep + "}\n");
+    const std::string report = write("run/report.json", "{\"scenario\": " + deep + "}");
+    // Each command and the start of its line, as a regex.
+    const auto at = [](const std::string& file) { return regex_escape(file) + ":1:[0-9]+: "; };
+    const std::vector<std::pair<std::vector<std::string>, std::string>> commands = {
+        {{"validate", scenario}, at(scenario)},
+        {{"run", scenario, "--out", dir.path() + "/out"}, at(scenario)},
+        {{"trace", "stats", trace}, at(trace)},
+        {{"replay", value}, at(value)},
+        {{"merge", value}, at(value)},
+        {{"report", dir.path() + "/run", "-o", dir.path() + "/page.html"}, at(report)},
+        // An argument is at most 128 KiB (MAX_ARG_STRLEN): 60,000 levels.
+        {{"run", scenario, "--set", "/name=" + std::string(60'000, '[') + std::string(60'000, ']')},
+         "<input>:--set: /name: "},
+    };
+    for (const auto& [args, start] : commands) {
+        const Outcome o = run_kvcheck(args, scratch.path());
+        ASSERT_TRUE(o.exited) << args[0] << " crashed with signal " << o.code;
+        EXPECT_EQ(o.code, 2) << args[0] << "\n" << o.err;
+        EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + start + "JSON nested deeper than 512 levels.*\n")))
+            << args[0] << ": " << o.err.substr(0, 300);
+    }
+    EXPECT_FALSE(fs::exists(dir.path() + "/out"));
+    EXPECT_FALSE(fs::exists(dir.path() + "/page.html"));
+}
+
+// A message that quotes a huge user value (a 1 MB key, also in the JSON pointer) stays one short
+// line that keeps the start and the end of what it says.
+TEST(BadInputCorpus, HugeEchoedValuesAreCut) {
+    TempDir dir;
+    TempDir scratch;
+    const std::string path = dir.path() + "/huge-key.json";
+    std::ofstream(path) << R"({"model": "toy", "workload": {"requests": [{"input_tokens": 16}]}, ")"
+                        << std::string(1'000'000, 'k') << "\": 1}";
+    const Outcome o = run_kvcheck({"validate", path}, scratch.path());
+    ASSERT_TRUE(o.exited);
+    EXPECT_EQ(o.code, 2);
+    EXPECT_LT(o.err.size(), 1'500u);
+    EXPECT_TRUE(std::regex_match(o.err, std::regex("kvcheck: " + regex_escape(path) +
+                                                   ":/k+\\.\\.\\.\\([0-9]+ bytes cut\\)\\.\\.\\.k+: unknown key .*\n")))
+        << o.err.substr(0, 400);
+}
+
+// A symbolic-link loop and a dangling link are named as such, not as a missing file.
+TEST(BadInputCorpus, SymlinkLoopsAndDanglingLinksAreNamed) {
+    TempDir dir;
+    TempDir scratch;
+    const std::string a = dir.path() + "/a.json";
+    const std::string b = dir.path() + "/b.json";
+    const std::string dangling = dir.path() + "/dangling.json";
+    fs::create_symlink(b, a);
+    fs::create_symlink(a, b);
+    fs::create_symlink(dir.path() + "/nowhere.json", dangling);
+    for (const char* command : {"validate", "replay"}) {
+        Outcome o = run_kvcheck({command, a}, scratch.path());
+        EXPECT_EQ(o.code, 2) << o.err;
+        EXPECT_EQ(o.err, "kvcheck: " + a + ": is a loop of symbolic links (each points on to the next), expected a file\n");
+        o = run_kvcheck({command, dangling}, scratch.path());
+        EXPECT_EQ(o.code, 2) << o.err;
+        EXPECT_EQ(o.err, "kvcheck: " + dangling + ": is a symbolic link to " + dir.path() +
+                             "/nowhere.json, which does not exist\n");
+    }
+    const Outcome o = run_kvcheck({"trace", "stats", a}, scratch.path());
+    EXPECT_EQ(o.code, 2) << o.err;
+    EXPECT_NE(o.err.find("is a loop of symbolic links"), std::string::npos) << o.err;
+}

@@ -325,8 +325,8 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
     if (budget != 0 && next_walk > budget)
         fail("/next_walk", std::to_string(next_walk) + " is beyond the walk budget " + std::to_string(budget));
     if (walks != 0 && result["steps"].get<std::uint64_t>() / walks > result["depth"].get<std::uint64_t>())
-        fail("/steps", result["steps"].dump() + " steps in " + std::to_string(walks) + " walks of at most " +
-                           result["depth"].dump() + " steps each");
+        fail("/steps", brief(result["steps"]) + " steps in " + std::to_string(walks) + " walks of at most " +
+                           brief(result["depth"]) + " steps each");
     static const std::set<std::string> kKeys = {"kind",  "policy", "model",      "seed",        "shard",
                                                 "walks", "steps",  "next_walk",  "interrupted", "walk_budget",
                                                 "depth", "swarm",  "keep_going", "violations"};
@@ -350,13 +350,13 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
         const std::uint64_t walk = v["walk"].get<std::uint64_t>();
         if (walk % shards != (*shard)[0].get<std::uint64_t>())
             fail(at + "/walk",
-                 "walk " + v["walk"].dump() + " is not one of shard " + (*shard)[0].dump() + "/" + (*shard)[1].dump());
+                 "walk " + brief(v["walk"]) + " is not one of shard " + brief((*shard)[0]) + "/" + brief((*shard)[1]));
         if (walk / shards >= result["next_walk"].get<std::uint64_t>())
-            fail(at + "/walk", "walk " + v["walk"].dump() + " is the shard's walk " + std::to_string(walk / shards) +
-                                   ", not below its next_walk " + result["next_walk"].dump() +
+            fail(at + "/walk", "walk " + brief(v["walk"]) + " is the shard's walk " + std::to_string(walk / shards) +
+                                   ", not below its next_walk " + brief(result["next_walk"]) +
                                    " (every walk found was taken before it)");
         if (!walks_seen.insert(walk).second)
-            fail(at + "/walk", "walk " + v["walk"].dump() + " is listed twice; a walk stops at its first violation");
+            fail(at + "/walk", "walk " + brief(v["walk"]) + " is listed twice; a walk stops at its first violation");
         if (!v.contains("invariant") || !v["invariant"].is_string() ||
             !model::is_invariant(v["invariant"].get<std::string>()))
             fail(at + "/invariant", "expected the name of an invariant");
@@ -372,7 +372,7 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
             fail(at + "/scenario/steps", "expected the counterexample's " + std::to_string(v["steps"].size()) +
                                              " steps, one for each description");
         if (scenario.value("policy", nlohmann::json()) != result["policy"])
-            fail(at + "/scenario/policy", "expected the campaign's policy " + result["policy"].dump());
+            fail(at + "/scenario/policy", "expected the campaign's policy " + brief(result["policy"]));
     }
 }
 
@@ -408,20 +408,20 @@ nlohmann::json merge_fuzz_json(const std::vector<FuzzResultFile>& shards) {
         for (const char* key : {"policy", "seed", "depth", "swarm", "keep_going", "walk_budget"})
             if (s.at(key) != first.result.at(key))
                 throw InputError(file.path, std::string("/") + key,
-                                 "from another campaign: " + s.at(key).dump() + " here, " +
-                                     first.result.at(key).dump() + " in " + first.path);
+                                 "from another campaign: " + brief(s.at(key)) + " here, " +
+                                     brief(first.result.at(key)) + " in " + first.path);
         if (model_of(s) != model_of(first.result))
             throw InputError(file.path, "/model",
                              "from another campaign: model " + model_of(s) + " here, " + model_of(first.result) +
                                  " in " + first.path);
         if (s.at("shard").at(1) != first.result.at("shard").at(1))
             throw InputError(file.path, "/shard/1",
-                             "from another campaign: shard count " + s.at("shard").at(1).dump() + " here, " +
-                                 first.result.at("shard").at(1).dump() + " in " + first.path);
+                             "from another campaign: shard count " + brief(s.at("shard").at(1)) + " here, " +
+                                 brief(first.result.at("shard").at(1)) + " in " + first.path);
         const auto [at, fresh] = seen.emplace(s.at("shard").at(0).get<std::uint64_t>(), &file.path);
         if (!fresh)
             throw InputError(file.path, "/shard/0",
-                             "shard " + s.at("shard").at(0).dump() + " is already merged from " + *at->second);
+                             "shard " + brief(s.at("shard").at(0)) + " is already merged from " + *at->second);
         // Every violation is walked again, as a resume does: a merged result reports only what
         // its campaign reproduces.
         FuzzOptions campaign;

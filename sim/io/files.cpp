@@ -109,7 +109,20 @@ void require_input_file(const std::string& path) {
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
     if (std::filesystem::is_directory(status)) throw InputError(path, "", "is a directory, expected a file");
-    if (!std::filesystem::exists(status)) throw InputError(path, "", "no such file");
+    // status() fails alike for a missing file, a symbolic-link loop and a folder it may not search;
+    // each gets its own words, so the user knows what to mend.
+    if (ec == std::errc::too_many_symbolic_link_levels)
+        throw InputError(path, "", "is a loop of symbolic links (each points on to the next), expected a file");
+    if (ec && ec != std::errc::no_such_file_or_directory)
+        throw InputError(path, "", "cannot read: " + ec.message());
+    if (!std::filesystem::exists(status)) {
+        std::error_code link_ec;
+        if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, link_ec)))
+            throw InputError(path, "", "is a symbolic link to " +
+                                           std::filesystem::read_symlink(path, link_ec).string() +
+                                           ", which does not exist");
+        throw InputError(path, "", "no such file");
+    }
     // A FIFO or a device would block or never end.
     if (!std::filesystem::is_regular_file(status))
         throw InputError(path, "", "is not a regular file (a FIFO, device or socket), expected a file");

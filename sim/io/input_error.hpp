@@ -72,10 +72,32 @@ public:
 private:
     // One line of UTF-8 text whatever the input held: control bytes and bytes that are not UTF-8,
     // copied from a file name or a bad value, are written as \n, \r, \t or \xNN.
+    // A place or message that quotes a huge user value (a 1 MB key in a JSON pointer, a long
+    // string) is cut in its middle, so the line stays readable and keeps its start and its end.
     static std::string compose(const std::string& file, const std::string& place, const std::string& message) {
         std::string out = file.empty() ? std::string("<input>") : file;
-        if (!place.empty()) out += ":" + place;
-        return one_line(out + ": " + message);
+        if (!place.empty()) {
+            out.push_back(':');
+            append_capped(out, place, kPlaceMax);
+        }
+        out.append(": ");
+        append_capped(out, message, kMessageMax);
+        return one_line(out);
+    }
+    static constexpr std::size_t kPlaceMax = 240;
+    static constexpr std::size_t kMessageMax = 720;
+    static void append_capped(std::string& out, std::string_view text, std::size_t max) {
+        if (text.size() <= max) {
+            out.append(text);
+            return;
+        }
+        const std::size_t head = max * 2 / 3;
+        const std::size_t tail = max / 4;
+        out.append(text.substr(0, head));
+        out.append("...(");
+        out.append(std::to_string(text.size() - head - tail));
+        out.append(" bytes cut)...");
+        out.append(text.substr(text.size() - tail));
     }
     static std::string one_line(const std::string& text) {
         std::string out;

@@ -56,7 +56,7 @@ std::optional<std::uint64_t> Fields::optional_unsigned(const std::string& key, s
         return std::nullopt;
     }
     if (v->is_number_integer() && !v->is_number_unsigned() && v->get<std::int64_t>() < 0) {
-        problems_.add(at(key), "expected an unsigned integer, got the negative " + v->dump());
+        problems_.add(at(key), "expected an unsigned integer, got the negative " + brief(*v));
         return std::nullopt;
     }
     const auto x = v->get<std::uint64_t>();
@@ -83,7 +83,7 @@ std::optional<double> Fields::optional_number(const std::string& key, double min
     const double x = v->get<double>();
     if (!std::isfinite(x) || x < min || x > max) {
         problems_.add(at(key), "expected a number in [" + nlohmann::json(min).dump() + ", " +
-                                   nlohmann::json(max).dump() + "], got " + v->dump());
+                                   nlohmann::json(max).dump() + "], got " + brief(*v));
         return std::nullopt;
     }
     return x;
@@ -145,7 +145,7 @@ std::vector<std::uint64_t> Fields::unsigned_list(const std::string& key, std::ui
             continue;
         }
         if (e.get<std::uint64_t>() > max) {
-            problems_.add(at(key) + "/" + std::to_string(i), "value " + e.dump() + " exceeds " + std::to_string(max));
+            problems_.add(at(key) + "/" + std::to_string(i), "value " + brief(e) + " exceeds " + std::to_string(max));
             continue;
         }
         out.push_back(e.get<std::uint64_t>());
@@ -190,12 +190,71 @@ std::string line_column(const std::string& text, std::size_t byte) {
     return std::to_string(line) + ":" + std::to_string(column);
 }
 
+namespace {
+
+// Calls visit(i) at every byte of text outside string literals; visit returns false to stop.
+template <typename Visit>
+void outside_strings(std::string_view text, Visit visit) {
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (!visit(i)) {
+            return;
+        }
+    }
+}
+
+bool number_char(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'; }
+
+}  // namespace
+
 std::size_t overflow_token_start(const std::string& text, const nlohmann::json::out_of_range& error) {
     const std::string what = error.what();
     const std::size_t open = what.find('\'');
     const std::size_t close = open == std::string::npos ? std::string::npos : what.find('\'', open + 1);
     if (close == std::string::npos) return std::string::npos;
-    return text.find(what.substr(open + 1, close - open - 1));
+    const std::string literal = what.substr(open + 1, close - open - 1);
+    if (literal.empty()) return std::string::npos;
+    std::size_t found = std::string::npos;
+    outside_strings(text, [&](std::size_t i) {
+        if (text.compare(i, literal.size(), literal) != 0 || (i > 0 && number_char(text[i - 1])) ||
+            (i + literal.size() < text.size() && number_char(text[i + literal.size()])))
+            return true;
+        found = i;
+        return false;
+    });
+    return found;
+}
+
+std::size_t too_deep_at(std::string_view text) {
+    std::size_t depth = 0;
+    std::size_t found = std::string::npos;
+    outside_strings(text, [&](std::size_t i) {
+        const char c = text[i];
+        if (c == '[' || c == '{') {
+            if (++depth > kJsonDepthMax) {
+                found = i;
+                return false;
+            }
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+        return true;
+    });
+    return found;
+}
+
+std::string brief(const nlohmann::json& value) {
+    std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (text.size() > 60) text = text.substr(0, 57) + "...";
+    return text;
 }
 
 bool DuplicateKeys::operator()(int /*depth*/, nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
@@ -235,6 +294,8 @@ std::string DuplicateKeys::pointer() const {
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
     if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
         throw InputError(file, line_column(text, nul), kNulInJson);
+    if (const std::size_t deep = too_deep_at(text); deep != std::string::npos)
+        throw InputError(file, line_column(text, deep), kTooDeep);
     try {
         DuplicateKeys duplicates;
         nlohmann::json value = nlohmann::json::parse(text, std::ref(duplicates));

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,8 +80,21 @@ nlohmann::json cache_group_json(const model::CacheGroup& group);
 std::string line_column(const std::string& text, std::size_t byte);
 
 // Where the literal named by nlohmann's number-overflow error ("... parsing '1e999'") starts in
-// text, or npos.
+// text, or npos: the first number token that spells it, never text inside a string.
 std::size_t overflow_token_start(const std::string& text, const nlohmann::json::out_of_range& error);
+
+// How deep arrays and objects may nest in any JSON kvcheck reads. Real inputs nest under ten
+// levels; far deeper text is hostile, and nlohmann's recursive copies, dumps and comparisons of
+// such a value would overflow the stack.
+inline constexpr std::size_t kJsonDepthMax = 512;
+
+// The byte of the first '[' or '{' that opens level kJsonDepthMax + 1 (brackets inside strings
+// do not count), or npos when text nests no deeper than kJsonDepthMax.
+std::size_t too_deep_at(std::string_view text);
+inline constexpr const char* kTooDeep = "JSON nested deeper than 512 levels; expected at most 512";
+
+// A JSON value as a message may quote it: its text, cut to 60 bytes.
+std::string brief(const nlohmann::json& value);
 
 // A parser callback for nlohmann::json::parse that watches for an object key given twice
 // (nlohmann keeps the last silently) and remembers the JSON pointer of the first such key.

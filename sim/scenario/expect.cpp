@@ -187,7 +187,7 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     for (std::size_t i = 0; i < value.size(); ++i) {
         const std::string name = value[i].is_string() ? value[i].get<std::string>() : "";
         if (!model::is_invariant(name))
-            problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + value[i].dump());
+            problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + brief(value[i]));
         else
             out.push_back(name);
     }

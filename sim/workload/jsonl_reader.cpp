@@ -142,6 +142,8 @@ private:
             take_flat_line(out);
             return;
         }
+        if (const std::size_t deep = too_deep_at(text); deep != std::string::npos)
+            throw InputError(path(), place(deep), kTooDeep);
         json object;
         DuplicateKeys duplicates;
         try {
