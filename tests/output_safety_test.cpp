@@ -202,3 +202,41 @@ TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// Proves: a run that fails leaves no earlier result saying pass. Refused before it starts (an
+// unknown policy, a bad seed, an --out it cannot write) it removes an earlier passing JUnit file
+// (but keeps one that records failures, and a file kvcheck did not write); failing halfway
+// through its trace it leaves none of the earlier run's files in its --out folder.
+TEST_F(OutputSafety, FailedRunsLeaveNoStaleResultThatSaysPass) {
+    const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
+    const std::string junit = at("junit.xml");
+    for (const std::string bad : {"--policy nope", "--seed -1", "--out /dev/null/x"}) {
+        ASSERT_EQ(kvcheck("run " + toy + " --quiet --out " + at("r") + " --junit " + junit).code, 0);
+        ASSERT_TRUE(fs::exists(junit));
+        const Cli refused = kvcheck("run " + toy + " --quiet --junit " + junit + " " + bad);
+        EXPECT_EQ(refused.code, 2) << bad << "\n" << refused.output;
+        EXPECT_FALSE(fs::exists(junit)) << bad << ": the earlier run's passing JUnit file stayed";
+    }
+    std::ofstream(junit) << "<?xml version=\"1.0\"?>\n<testsuite name=\"kvcheck\" tests=\"1\" failures=\"1\" "
+                            "errors=\"0\">\n</testsuite>\n";
+    EXPECT_EQ(kvcheck("run " + toy + " --quiet --junit " + junit + " --policy nope").code, 2);
+    EXPECT_TRUE(fs::exists(junit)) << "a JUnit file with failures says no pass and stays";
+    std::ofstream(junit) << "notes of my own\n";
+    EXPECT_EQ(kvcheck("run " + toy + " --quiet --junit " + junit + " --policy nope").code, 2);
+    EXPECT_EQ(slurp(junit), "notes of my own\n");
+
+    const std::string trace = at("t.jsonl");
+    fs::copy_file(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl", trace);
+    const std::string scenario = at("s.json");
+    std::ofstream(scenario) << R"({"model": "toy", "workload": {"trace": "t.jsonl", "format": "jsonl", "block_size": 16}})";
+    ASSERT_EQ(kvcheck("run " + scenario + " --quiet --out " + at("halfway")).code, 0);
+    ASSERT_TRUE(fs::exists(at("halfway/report.json")));
+    std::ofstream(trace, std::ios::app) << "{\"timestamp\": \"x\"}\n";
+    const Cli broken = kvcheck("run " + scenario + " --quiet --out " + at("halfway"));
+    EXPECT_EQ(broken.code, 2) << broken.output;
+    EXPECT_TRUE(fs::is_empty(at("halfway"))) << "the earlier run's files stayed beside a failed run";
+}
+
+}  // namespace

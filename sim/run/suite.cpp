@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -232,6 +233,19 @@ std::vector<std::string> suite_paths(const std::string& target, bool folder) {
 
 }  // namespace
 
+void remove_passing_junit(const std::string& file) {
+    std::error_code ec;
+    if (file.empty() || !std::filesystem::is_regular_file(file, ec)) return;
+    std::ifstream in(file, std::ios::binary);
+    std::string head(256, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    const std::size_t suite = head.find("<testsuite name=\"kvcheck\" tests=\"");
+    if (suite == std::string::npos || head.find("\" failures=\"0\" errors=\"0\">", suite) == std::string::npos)
+        return;
+    std::filesystem::remove(file, ec);
+}
+
 std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed,
                               const std::vector<Override>& overrides) {
     std::string out =
@@ -309,7 +323,11 @@ SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
     if (!args.out.empty() && folder) clear_other_results(args.out, names, true);
     // A single run leaves an earlier compare's subfolders (`kvcheck report` reads its report.json
     // first) but not that compare's manifest, which describes another run.
-    if (!args.out.empty() && !folder && !args.expected_policies) remove_stale(compare_manifest_path(args.out));
+    // Its own files go too, so a run that fails halfway (a bad trace line) leaves none of an earlier run's.
+    if (!args.out.empty() && !folder && !args.expected_policies) {
+        for (const char* name : kRunFiles) remove_stale(args.out + name);
+        remove_stale(compare_manifest_path(args.out));
+    }
     // Under several policies a scenario's folder is laid out as a compare's: one subfolder per
     // policy and the manifest, nothing of an earlier layout or policy list beside them.
     if (!args.out.empty() && args.expected_policies)

@@ -74,6 +74,11 @@ struct SuiteResult {
 // that this one would not replace, then runs each case in file-name order.
 SuiteResult run_suite(const SuiteOptions& options, const CaseHooks& hooks);
 
+// For a run that stops before its suite starts (a bad flag, an unknown policy): removes `file`
+// when it is a JUnit file kvcheck wrote that says every case passed, so a CI job that reads it
+// cannot show the earlier run's green. Any other file, or one with failures, stays.
+void remove_passing_junit(const std::string& file);
+
 // The command that runs a scenario again with the same policy, seed and overrides.
 std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed,
                               const std::vector<Override>& overrides);

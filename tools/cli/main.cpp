@@ -10,11 +10,13 @@
 #include <new>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <malloc.h>
 
 #include "sim/io/input_error.hpp"
+#include "sim/run/suite.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace {
@@ -136,6 +138,17 @@ bool stdout_written() {
     return false;
 }
 
+// A `run` refused before its suite starts (a bad flag value, an unknown policy) writes no JUnit
+// file; one an earlier run left saying pass must not stay for CI to read as this run's.
+void drop_passing_junit(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) != "run") return;
+    for (int i = 2; i < argc; ++i) {
+        const std::string_view word = argv[i];
+        if (word == "--junit" && i + 1 < argc) kvcheck::sim::remove_passing_junit(argv[i + 1]);
+        if (word.starts_with("--junit=")) kvcheck::sim::remove_passing_junit(std::string(word.substr(8)));
+    }
+}
+
 // Exit codes (README, *Exit codes*): 0 held, 1 a violation or failed expectation, 2 bad input,
 // 3 an internal error, 130 stopped by a signal before it found anything.
 constexpr int kInternalError = 3;
@@ -180,9 +193,11 @@ int main(int argc, char** argv) {
         std::string unknown = unknown_command(app);
         if (unknown.empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) unknown = unexpected_option(app);
         std::fprintf(stderr, "kvcheck: %s\n", (unknown.empty() ? command_line_error(e.what()) : unknown).c_str());
+        drop_passing_junit(argc, argv);
         return 2;
     } catch (const kvcheck::sim::InputError& e) {
         std::fprintf(stderr, "kvcheck: %s\n", e.what());
+        drop_passing_junit(argc, argv);
         return 2;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "kvcheck: internal error: out of memory (exit %d)\n", kInternalError);
