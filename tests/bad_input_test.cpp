@@ -395,8 +395,8 @@ TEST(BadInputCorpus, DeepNestingIsRefusedByEveryReader) {
     const std::string scenario = write("scenario.json", head + R"("expect": {"*": {"violates": )" + deep + "}}}");
     const std::string value = write("value.json", deep);
     const std::string trace =
-        write("trace.jsonl", R"({"timestamp": 0, "input_length": 16, "output_length": 1, "hash_ids": [1], "x": )" +
-                                 deep + "}\n");
+        write("trace.jsonl",
+              R"({"timestamp": 0, "input_length": 16, "output_length": 1, "hash_ids": [1], "x": )" + deep + "}\n");
     const std::string report = write("run/report.json", "{\"scenario\": " + deep + "}");
     // Each command and the start of its line, as a regex.
     const auto at = [](const std::string& file) { return regex_escape(file) + ":1:[0-9]+: "; };
@@ -452,7 +452,8 @@ TEST(BadInputCorpus, SymlinkLoopsAndDanglingLinksAreNamed) {
     for (const char* command : {"validate", "replay"}) {
         Outcome o = run_kvcheck({command, a}, scratch.path());
         EXPECT_EQ(o.code, 2) << o.err;
-        EXPECT_EQ(o.err, "kvcheck: " + a + ": is a loop of symbolic links (each points on to the next), expected a file\n");
+        EXPECT_EQ(o.err,
+                  "kvcheck: " + a + ": is a loop of symbolic links (each points on to the next), expected a file\n");
         o = run_kvcheck({command, dangling}, scratch.path());
         EXPECT_EQ(o.code, 2) << o.err;
         EXPECT_EQ(o.err, "kvcheck: " + dangling + ": is a symbolic link to " + dir.path() +

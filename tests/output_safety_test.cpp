@@ -6,9 +6,13 @@
 #include <regex>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/io/files.hpp"
 #include "tests/output_fixtures.hpp"
 
 namespace {
@@ -230,13 +234,58 @@ TEST_F(OutputSafety, FailedRunsLeaveNoStaleResultThatSaysPass) {
     const std::string trace = at("t.jsonl");
     fs::copy_file(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl", trace);
     const std::string scenario = at("s.json");
-    std::ofstream(scenario) << R"({"model": "toy", "workload": {"trace": "t.jsonl", "format": "jsonl", "block_size": 16}})";
+    std::ofstream(scenario)
+        << R"({"model": "toy", "workload": {"trace": "t.jsonl", "format": "jsonl", "block_size": 16}})";
     ASSERT_EQ(kvcheck("run " + scenario + " --quiet --out " + at("halfway")).code, 0);
     ASSERT_TRUE(fs::exists(at("halfway/report.json")));
     std::ofstream(trace, std::ios::app) << "{\"timestamp\": \"x\"}\n";
     const Cli broken = kvcheck("run " + scenario + " --quiet --out " + at("halfway"));
     EXPECT_EQ(broken.code, 2) << broken.output;
     EXPECT_TRUE(fs::is_empty(at("halfway"))) << "the earlier run's files stayed beside a failed run";
+}
+
+// Proves: while one kvcheck writes into a folder (here this test holds the folder's lock, as a
+// running command does), run, compare, fuzz and check refuse it at once, naming the holder, and
+// leave nothing there; any other folder, and the same folder once released, are free.
+TEST_F(OutputSafety, OneWriterPerOutputFolder) {
+    const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
+    {
+        const kvcheck::sim::OutputLock held(at("busy"));
+        for (const std::string command : {"run " + toy, "compare " + toy + " --policies validated,naive",
+                                          std::string("fuzz --walks 10"), std::string("check --scope small")}) {
+            const Cli refused = kvcheck(command + " --quiet --out " + at("busy"));
+            EXPECT_EQ(refused.code, 2) << command << "\n" << refused.output;
+            EXPECT_NE(refused.output.find(at("busy") + ": another kvcheck (PID " + std::to_string(::getpid()) +
+                                          ") is writing into this folder"),
+                      std::string::npos)
+                << refused.output;
+            EXPECT_FALSE(fs::exists(at("busy"))) << command;
+        }
+        // The same folder by another spelling is the same folder.
+        EXPECT_EQ(kvcheck("run " + toy + " --quiet --out " + at("busy/../busy")).code, 2);
+        EXPECT_EQ(kvcheck("run " + toy + " --quiet --out " + at("free")).code, 0);
+    }
+    EXPECT_EQ(kvcheck("run " + toy + " --quiet --out " + at("busy")).code, 0);
+}
+
+// Proves: a temporary file that a killed writer left (NAME.tmp.PID of a process no longer
+// running) is removed by the next write of NAME; one of a live process stays, as it is another
+// writer's.
+TEST_F(OutputSafety, OrphanedTemporaryFilesAreRemoved) {
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // reaped: its PID names no process now
+    fs::create_directories(at("r"));
+    const std::string orphan = at("r/report.json.tmp." + std::to_string(child));
+    const std::string live = at("r/report.json.tmp." + std::to_string(::getpid()));
+    std::ofstream(orphan) << "half";
+    std::ofstream(live) << "half";
+    ASSERT_EQ(
+        kvcheck("run " + std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json --quiet --out " + at("r")).code,
+        0);
+    EXPECT_FALSE(fs::exists(orphan));
+    EXPECT_TRUE(fs::exists(live));
 }
 
 }  // namespace

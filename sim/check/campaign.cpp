@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <regex>
 
 #include "model/policy.hpp"
@@ -96,6 +97,8 @@ CampaignOutcome run_campaign(CampaignRequest a) {
         for (const char* name : {"/fuzz.json", "/counterexample.json", "/counterexample.dot"})
             require_output_file(a.out + name);
     }
+    std::optional<OutputLock> lock;
+    if (!a.out.empty()) lock.emplace(a.out);
     o.stop_at_first = !a.keep_going;
     o.swarm = !a.no_swarm;
     if (a.given("--seconds") && o.seconds > 0 && !a.given("--walks")) o.walks = 0;  // a time-bounded campaign

@@ -144,6 +144,8 @@ CheckOutcome run_check(CheckRequest a) {
     if (!a.resume.empty()) require_input_file(a.resume);  // read first, and maybe written back
     const std::string checkpoint_path = checkpoint_path_of(a);
     require_outputs(a, checkpoint_path);
+    std::optional<OutputLock> lock;
+    if (!a.out.empty()) lock.emplace(a.out);
     std::optional<ExploreCheckpoint> resumed;
     if (!a.resume.empty()) resumed = resume_question(a);
     const model::PolicyInfo& policy = policy_named(a.policy);

@@ -3,11 +3,15 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "model/core.hpp"
@@ -59,12 +63,36 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     write_files_atomic({{path, text_writer(content)}});
 }
 
+namespace {
+
+// Removes the temporary files `path.tmp.PID` that a process no longer running left (a crash or
+// SIGKILL between writing and renaming), which no one would ever remove otherwise. A live PID's
+// file is another writer's, and stays.
+void remove_orphaned_temporaries(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path target(path);
+    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    const std::string prefix = target.filename().string() + ".tmp.";
+    for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with(prefix) || name.size() == prefix.size()) continue;
+        const std::string digits = name.substr(prefix.size());
+        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+        const pid_t pid = static_cast<pid_t>(std::stol(digits));
+        if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+    }
+}
+
+}  // namespace
+
 void write_files_atomic(const std::vector<std::pair<std::string, FileWriter>>& files) {
     for (const auto& file : files) {
         const std::string& path = file.first;
         require_output_file(path);
         const std::filesystem::path parent = std::filesystem::path(path).parent_path();
         if (!parent.empty()) ensure_directory(parent.string());
+        remove_orphaned_temporaries(path);
     }
     const HeldSignals held;
     std::vector<std::string> temps;
@@ -113,14 +141,13 @@ void require_input_file(const std::string& path) {
     // each gets its own words, so the user knows what to mend.
     if (ec == std::errc::too_many_symbolic_link_levels)
         throw InputError(path, "", "is a loop of symbolic links (each points on to the next), expected a file");
-    if (ec && ec != std::errc::no_such_file_or_directory)
-        throw InputError(path, "", "cannot read: " + ec.message());
+    if (ec && ec != std::errc::no_such_file_or_directory) throw InputError(path, "", "cannot read: " + ec.message());
     if (!std::filesystem::exists(status)) {
         std::error_code link_ec;
         if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, link_ec)))
-            throw InputError(path, "", "is a symbolic link to " +
-                                           std::filesystem::read_symlink(path, link_ec).string() +
-                                           ", which does not exist");
+            throw InputError(path, "",
+                             "is a symbolic link to " + std::filesystem::read_symlink(path, link_ec).string() +
+                                 ", which does not exist");
         throw InputError(path, "", "no such file");
     }
     // A FIFO or a device would block or never end.
@@ -179,6 +206,36 @@ void remove_stale(const std::string& path) {
     std::error_code ec;
     std::filesystem::remove(path, ec);
     if (ec) throw InputError(path, "", "cannot remove the result an earlier run left here: " + ec.message());
+}
+
+OutputLock::OutputLock(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const std::string folder = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+    std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a: a stable name for the folder's lock
+    for (const char c : folder) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    char name[32];
+    std::snprintf(name, sizeof name, "kvcheck-out-%016llx.lock", static_cast<unsigned long long>(hash));
+    const std::string lock = (fs::temp_directory_path(ec) / name).string();
+    fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) return;  // no temporary folder to lock in: go on unlocked, as before locks
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        char holder[32] = {};
+        const ssize_t got = ::pread(fd_, holder, sizeof holder - 1, 0);
+        ::close(fd_);
+        fd_ = -1;
+        const std::string pid = got > 0 ? std::string(holder, static_cast<std::size_t>(got)) : std::string("?");
+        throw InputError(path, "",
+                         "another kvcheck (PID " + pid.substr(0, pid.find('\n')) +
+                             ") is writing into this folder; wait for it to end or give another --out");
+    }
+    // The PID only makes a second writer's message clearer; the lock holds without it.
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    [[maybe_unused]] const ssize_t written = ::ftruncate(fd_, 0) == 0 ? ::pwrite(fd_, pid.data(), pid.size(), 0) : -1;
+}
+
+OutputLock::~OutputLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
 std::string read_file(const std::string& path) {

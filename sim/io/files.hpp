@@ -92,6 +92,22 @@ bool same_file(const std::string& a, const std::string& b);
 // throws InputError when it cannot.
 void remove_stale(const std::string& path);
 
+// While alive, this process alone among kvcheck processes on the machine writes into the output
+// folder `path` (run, compare, check and fuzz take one on their --out): a second one is refused
+// at once, naming the first, instead of its files landing beside the first one's. The lock is a
+// flock on a file in the temporary folder named after the folder's absolute path, so no file
+// appears in the output folder, which may not exist yet; the kernel frees it when the process ends.
+class OutputLock {
+public:
+    explicit OutputLock(const std::string& path);
+    ~OutputLock();
+    OutputLock(const OutputLock&) = delete;
+    OutputLock& operator=(const OutputLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
 // Reads a whole file; throws InputError (file, "", reason) when missing, not a regular file or unreadable.
 std::string read_file(const std::string& path);
 

@@ -241,8 +241,7 @@ void remove_passing_junit(const std::string& file) {
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     const std::size_t suite = head.find("<testsuite name=\"kvcheck\" tests=\"");
-    if (suite == std::string::npos || head.find("\" failures=\"0\" errors=\"0\">", suite) == std::string::npos)
-        return;
+    if (suite == std::string::npos || head.find("\" failures=\"0\" errors=\"0\">", suite) == std::string::npos) return;
     std::filesystem::remove(file, ec);
 }
 
@@ -317,6 +316,8 @@ SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
         require_output_folder(args.schedules);
         for (const std::string& name : names) require_output_folder(case_folder(args.schedules, name, folder));
     }
+    std::optional<OutputLock> lock;
+    if (!args.out.empty()) lock.emplace(args.out);
     // What earlier runs left and this one would not replace goes first: an interrupted run must
     // not leave an old JUnit file or an old scenario's results looking like this run's.
     if (!args.junit.empty()) remove_stale(args.junit);
@@ -375,11 +376,13 @@ std::vector<ComparedPolicy> run_compare(const CompareOptions& args, const Compar
         if (!seen.insert(n).second) throw InputError("", "--policies", "\"" + n + "\" is listed twice");
     }
     const Scenario scenario = load_scenario(args.target, args.overrides);
+    std::optional<OutputLock> lock;
     if (!args.out.empty()) {
         const std::vector<std::string> inputs = {args.target, scenario.trace_path};
         require_run_folder(args.out, inputs);  // an earlier single run's files there go
         require_output_file(compare_manifest_path(args.out), inputs);
         for (const std::string& name : args.policies) require_run_folder(args.out + "/" + name, inputs);
+        lock.emplace(args.out);
         clear_other_results(args.out, seen, true);
     }
     const std::uint64_t seed = args.seed != 0 ? args.seed : scenario.seed;

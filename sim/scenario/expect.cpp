@@ -133,8 +133,7 @@ Figure check_report_path(const std::string& path, const std::string& pointer, co
     }();
     for (const std::string_view by_reason : {"miss_reasons", "miss_tokens"})
         if (path.compare(0, by_reason.size(), by_reason) == 0 &&
-            (path.size() == by_reason.size() || path[by_reason.size()] == '.'))
-        {
+            (path.size() == by_reason.size() || path[by_reason.size()] == '.')) {
             check_miss_reason_path(path, pointer, problems);
             return Figure::count;
         }
