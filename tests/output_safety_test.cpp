@@ -165,6 +165,25 @@ TEST_F(OutputSafety, FuzzSecondsAloneHasNoWalkBound) {
     EXPECT_EQ(nlohmann::json::parse(slurp(at("w/fuzz.json")))["walks"], 5);
 }
 
+// Proves: a time budget is the campaign's: resumed without --seconds, a campaign that spent its
+// budget walks nothing more; given --seconds again, that is the new total, not a fresh budget.
+TEST_F(OutputSafety, FuzzTimeBudgetCarriesAcrossResumes) {
+    ASSERT_EQ(kvcheck("fuzz --seconds 0.5 --quiet --out " + at("t")).code, 0);
+    const nlohmann::json first = nlohmann::json::parse(slurp(at("t/fuzz.json")));
+    EXPECT_EQ(first["seconds_budget"], 0.5);
+    EXPECT_GE(first["seconds_spent"].get<double>(), 0.5);
+    ASSERT_EQ(kvcheck("fuzz --resume " + at("t/fuzz.json") + " --quiet --out " + at("t")).code, 0);
+    const nlohmann::json second = nlohmann::json::parse(slurp(at("t/fuzz.json")));
+    EXPECT_EQ(second["walks"], first["walks"]) << "a spent budget walked again";
+    EXPECT_EQ(second["seconds_budget"], 0.5);
+    EXPECT_LT(second["seconds_spent"].get<double>() - first["seconds_spent"].get<double>(), 0.25);
+    ASSERT_EQ(kvcheck("fuzz --resume " + at("t/fuzz.json") + " --seconds 1 --quiet --out " + at("t")).code, 0);
+    const nlohmann::json third = nlohmann::json::parse(slurp(at("t/fuzz.json")));
+    EXPECT_GT(third["walks"].get<std::uint64_t>(), second["walks"].get<std::uint64_t>());
+    EXPECT_EQ(third["seconds_budget"], 1.0);
+    EXPECT_LT(third["seconds_spent"].get<double>(), 1.25);
+}
+
 // Proves: replay, mutants and compare print the one command that reproduces a failure, and it
 // fails the same way when run as printed.
 TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {

@@ -34,10 +34,16 @@ std::string shard_name(const FuzzOptions& f) {
     return std::to_string(f.shard_index) + "/" + std::to_string(f.shard_count);
 }
 
+// A resume whose time budget is spent still runs (walking nothing): a positive budget this small
+// stops it before its first walk, where 0 would mean no time bound at all.
+constexpr double kNoTimeLeft = 1e-9;
+
 struct Carried {
     nlohmann::json violations = nlohmann::json::array();
     std::uint64_t walks = 0;
     std::uint64_t steps = 0;
+    double seconds = 0;                   // spent by the campaign's earlier runs
+    double seconds_budget = 0;            // the campaign's time budget (0: none recorded)
     std::optional<FoundViolation> first;  // the lowest carried violation, walked again
 };
 
@@ -71,6 +77,14 @@ Carried resume_campaign(CampaignRequest& a) {
     a.shard = shard_name(o);
     c.walks = previous.at("walks").get<std::uint64_t>();
     c.steps = previous.at("steps").get<std::uint64_t>();
+    // A time budget is the campaign's, not each run's: a resume gets what the earlier runs left of
+    // it (of a --seconds given again, the new total).
+    if (previous.contains("seconds_budget")) {
+        c.seconds = previous.at("seconds_spent").get<double>();
+        c.seconds_budget = a.given("--seconds") ? given.seconds : previous.at("seconds_budget").get<double>();
+        o.seconds = std::max(c.seconds_budget - c.seconds, kNoTimeLeft);
+        if (!a.given("--walks") && previous.at("walk_budget").get<std::uint64_t>() == 0) o.walks = 0;
+    }
     if (o.walks == 0 && o.seconds <= 0)  // before any walk
         throw InputError(
             a.resume, "--seconds",
@@ -119,6 +133,10 @@ CampaignOutcome run_campaign(CampaignRequest a) {
     out.walks = r.walks + carried.walks;
     j["walks"] = out.walks;
     j["steps"] = r.steps + carried.steps;
+    if (o.seconds > 0) {  // only a time-bounded campaign: a walk-bounded fuzz.json stays byte-identical
+        j["seconds_spent"] = carried.seconds + r.seconds;
+        j["seconds_budget"] = carried.seconds_budget > 0 ? carried.seconds_budget : o.seconds;
+    }
     // The counterexample and the reproduce line are for the first violation of the whole campaign.
     if (!j["violations"].empty()) {
         const std::uint64_t walk = j["violations"].front().at("walk").get<std::uint64_t>();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <set>
@@ -327,9 +328,19 @@ void check_fuzz_json(const nlohmann::json& result, const std::string& file) {
     if (walks != 0 && result["steps"].get<std::uint64_t>() / walks > result["depth"].get<std::uint64_t>())
         fail("/steps", brief(result["steps"]) + " steps in " + std::to_string(walks) + " walks of at most " +
                            brief(result["depth"]) + " steps each");
-    static const std::set<std::string> kKeys = {"kind",  "policy", "model",      "seed",        "shard",
-                                                "walks", "steps",  "next_walk",  "interrupted", "walk_budget",
-                                                "depth", "swarm",  "keep_going", "violations"};
+    // A time-bounded campaign also records its budget and what its runs spent of it, both or neither.
+    if (result.contains("seconds_budget") != result.contains("seconds_spent"))
+        fail(result.contains("seconds_budget") ? "/seconds_budget" : "/seconds_spent",
+             "expected seconds_budget and seconds_spent together");
+    for (const char* key : {"seconds_budget", "seconds_spent"})
+        if (result.contains(key) &&
+            (!result[key].is_number() || !std::isfinite(result[key].get<double>()) || result[key].get<double>() < 0))
+            fail(std::string("/") + key, "expected a number of seconds, 0 or more");
+    if (result.contains("seconds_budget") && result["seconds_budget"].get<double>() <= 0)
+        fail("/seconds_budget", "expected a budget above 0 seconds");
+    static const std::set<std::string> kKeys = {
+        "kind",        "policy",      "model", "seed",  "shard",      "walks",      "steps",          "next_walk",
+        "interrupted", "walk_budget", "depth", "swarm", "keep_going", "violations", "seconds_budget", "seconds_spent"};
     for (const auto& [key, value] : result.items())
         if (kKeys.count(key) == 0) fail("/" + pointer_escape(key), "unknown key in a kvcheck fuzz result");
     if (!result.contains("violations") || !result["violations"].is_array()) fail("/violations", "expected an array");
