@@ -165,6 +165,32 @@ TEST_F(OutputSafety, FuzzSecondsAloneHasNoWalkBound) {
     EXPECT_EQ(nlohmann::json::parse(slurp(at("w/fuzz.json")))["walks"], 5);
 }
 
+// Proves: a campaign killed by SIGKILL (as the OOM killer ends one) loses only the walks since
+// its last checkpoint: resumed from the fuzz.json it wrote while walking, it ends with the
+// uninterrupted run's fuzz.json and counterexample, byte for byte; a keep-going campaign with
+// hundreds of violations and a clean one on two threads alike.
+TEST_F(OutputSafety, KilledFuzzResumesFromItsLastCheckpoint) {
+    for (const auto& [flags, code] : {std::pair{std::string("--policy naive --keep-going --walks 3000"), 1},
+                                      std::pair{std::string("--policy validated --walks 8000 --threads 2"), 0}}) {
+        const Cli whole = kvcheck("fuzz " + flags + " --quiet --out " + at("whole"));
+        ASSERT_EQ(whole.code, code) << flags << "\n" << whole.output;
+        // Killed as soon as its first checkpoint is on disk.
+        const Cli killed = shell("\"$KVCHECK\" fuzz " + flags + " --checkpoint-seconds 0.05 --quiet --out " +
+                                 at("part") + " >/dev/null & pid=$!; until [ -f " + at("part/fuzz.json") +
+                                 " ] || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done; kill -9 $pid; wait $pid");
+        ASSERT_EQ(killed.code, 137) << flags << ": not killed mid-campaign\n" << killed.output;
+        const nlohmann::json checkpoint = nlohmann::json::parse(slurp(at("part/fuzz.json")));
+        EXPECT_TRUE(checkpoint["interrupted"].get<bool>());
+        const Cli resumed = kvcheck("fuzz --resume " + at("part/fuzz.json") + " --quiet --out " + at("part"));
+        EXPECT_EQ(resumed.code, code) << resumed.output;
+        EXPECT_EQ(slurp(at("part/fuzz.json")), slurp(at("whole/fuzz.json"))) << flags;
+        EXPECT_EQ(fs::exists(at("part/counterexample.json")), fs::exists(at("whole/counterexample.json")));
+        EXPECT_EQ(slurp(at("part/counterexample.json")), slurp(at("whole/counterexample.json"))) << flags;
+        fs::remove_all(at("part"));
+        fs::remove_all(at("whole"));
+    }
+}
+
 // Proves: a time budget is the campaign's: resumed without --seconds, a campaign that spent its
 // budget walks nothing more; given --seconds again, that is the new total, not a fresh budget.
 TEST_F(OutputSafety, FuzzTimeBudgetCarriesAcrossResumes) {

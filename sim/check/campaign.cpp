@@ -120,23 +120,38 @@ CampaignOutcome run_campaign(CampaignRequest a) {
     if (!a.resume.empty()) carried = resume_campaign(a);
     if (o.walks == 0 && o.seconds <= 0) throw InputError("", "--walks", "give a budget: --walks N or --seconds S");
     if (a.started) a.started(o, a.shard);
+    // fuzz.json of the whole campaign: the carried walks and violations with this run's.
+    const auto campaign_json = [&](const FuzzReport& r) {
+        nlohmann::json j = fuzz_json(r);
+        for (const nlohmann::json& v : carried.violations) j["violations"].push_back(v);
+        std::sort(j["violations"].begin(), j["violations"].end(),
+                  [](const nlohmann::json& x, const nlohmann::json& y) { return x["walk"] < y["walk"]; });
+        // Stopping at the first violation keeps one: a walk below the carried one may have found another.
+        if (o.stop_at_first && j["violations"].size() > 1)
+            j["violations"].erase(j["violations"].begin() + 1, j["violations"].end());
+        j["walks"] = r.walks + carried.walks;
+        j["steps"] = r.steps + carried.steps;
+        if (o.seconds > 0) {  // only a time-bounded campaign: a walk-bounded fuzz.json stays byte-identical
+            j["seconds_spent"] = carried.seconds + r.seconds;
+            j["seconds_budget"] = carried.seconds_budget > 0 ? carried.seconds_budget : o.seconds;
+        }
+        return j;
+    };
+    if (!a.out.empty() && o.checkpoint_seconds > 0)
+        o.checkpoint = [&](const FuzzReport& snapshot) {
+            // A checkpoint that cannot be written (a full disk) is skipped: the campaign goes on,
+            // and the final write reports the error after the findings are printed.
+            try {
+                ensure_directory(a.out);
+                write_file_atomic(a.out + "/fuzz.json", campaign_json(snapshot).dump(2) + "\n");
+            } catch (const InputError&) {}
+        };
     CampaignOutcome out;
     out.report = fuzz(o);
+    o.checkpoint = nullptr;
     const FuzzReport& r = out.report;
-    nlohmann::json j = fuzz_json(r);
-    for (const nlohmann::json& v : carried.violations) j["violations"].push_back(v);
-    std::sort(j["violations"].begin(), j["violations"].end(),
-              [](const nlohmann::json& x, const nlohmann::json& y) { return x["walk"] < y["walk"]; });
-    // Stopping at the first violation keeps one: a walk below the carried one may have found another.
-    if (o.stop_at_first && j["violations"].size() > 1)
-        j["violations"].erase(j["violations"].begin() + 1, j["violations"].end());
-    out.walks = r.walks + carried.walks;
-    j["walks"] = out.walks;
-    j["steps"] = r.steps + carried.steps;
-    if (o.seconds > 0) {  // only a time-bounded campaign: a walk-bounded fuzz.json stays byte-identical
-        j["seconds_spent"] = carried.seconds + r.seconds;
-        j["seconds_budget"] = carried.seconds_budget > 0 ? carried.seconds_budget : o.seconds;
-    }
+    nlohmann::json j = campaign_json(r);
+    out.walks = j["walks"].get<std::uint64_t>();
     // The counterexample and the reproduce line are for the first violation of the whole campaign.
     if (!j["violations"].empty()) {
         const std::uint64_t walk = j["violations"].front().at("walk").get<std::uint64_t>();

@@ -165,9 +165,28 @@ FuzzReport fuzz(const FuzzOptions& o) {
     std::uint64_t frontier = o.first_walk;  // the lowest walk not committed
     std::uint64_t committed_walks = 0;
     std::uint64_t committed_steps = 0;
+    double last_checkpoint = 0;
+    // The campaign up to the frontier, as a resume continues it (under `lock`).
+    const auto take_checkpoint = [&] {
+        FuzzReport snapshot = report;
+        snapshot.violations.clear();
+        for (const FoundViolation& v : report.violations)
+            if (v.walk / o.shard_count < frontier) snapshot.violations.push_back(v);
+        std::sort(snapshot.violations.begin(), snapshot.violations.end(),
+                  [](const FoundViolation& a, const FoundViolation& b) { return a.walk < b.walk; });
+        if (o.stop_at_first && snapshot.violations.size() > 1) snapshot.violations.resize(1);
+        snapshot.walks = committed_walks;
+        snapshot.steps = committed_steps;
+        snapshot.next_walk = frontier;
+        snapshot.interrupted = true;
+        snapshot.seconds = elapsed();
+        o.checkpoint(snapshot);
+        last_checkpoint = elapsed();
+    };
     const auto commit = [&](std::uint64_t n, std::optional<std::uint64_t> walk_steps) {  // under `lock`
         pending.emplace(n, walk_steps);
-        while (!pending.empty() && pending.begin()->first == frontier && frontier <= first_violation.load()) {
+        while (!pending.empty() && pending.begin()->first == frontier &&
+               (!o.stop_at_first || frontier <= first_violation.load())) {
             if (pending.begin()->second) {
                 ++committed_walks;
                 committed_steps += *pending.begin()->second;
@@ -175,6 +194,7 @@ FuzzReport fuzz(const FuzzOptions& o) {
             pending.erase(pending.begin());
             ++frontier;
         }
+        if (o.checkpoint && elapsed() - last_checkpoint >= o.checkpoint_seconds) take_checkpoint();
     };
     auto worker = [&] {
         for (;;) {
@@ -197,14 +217,16 @@ FuzzReport fuzz(const FuzzOptions& o) {
             steps += w.steps;
             std::optional<FoundViolation> found;
             if (w.violated) found = shrunk(scope, policy->defenses, w, index);
-            if (found || o.stop_at_first) {
+            // Walks are committed in order when the result depends on it (stop at first) or a
+            // checkpoint needs a frontier below which every walk is done.
+            if (found || o.stop_at_first || o.checkpoint) {
                 std::lock_guard<std::mutex> guard(lock);
                 if (found) {
                     report.violations.push_back(std::move(*found));
                     std::uint64_t current = first_violation.load();
                     while (n < current && !first_violation.compare_exchange_weak(current, n)) {}
                 }
-                if (o.stop_at_first) commit(n, w.steps);
+                if (o.stop_at_first || o.checkpoint) commit(n, w.steps);
             }
             const std::uint64_t finished = ++done;
             if (o.progress && o.threads <= 1) o.progress(finished);

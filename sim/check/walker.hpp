@@ -18,6 +18,8 @@ namespace kvcheck::sim {
 
 inline constexpr std::uint32_t kFuzzDepthMax = 1'000'000;  // steps per walk
 
+struct FuzzReport;
+
 struct FuzzOptions {
     std::uint64_t seed = 1;
     std::uint64_t walks = 1000;  // budget in walks (0: unbounded, use seconds)
@@ -37,6 +39,11 @@ struct FuzzOptions {
     // Resume under stop_at_first: a violation was found at this shard-local walk before, so it is
     // not walked again and no walk above it runs (~0: none).
     std::uint64_t known_violation = ~0ULL;
+    // Called every `checkpoint_seconds` (when set) with the campaign so far as a resumable
+    // report: the walks below its next_walk, their steps and violations, marked interrupted. A
+    // killed campaign resumes from the last one to the end an uninterrupted run reaches.
+    std::function<void(const FuzzReport&)> checkpoint;
+    double checkpoint_seconds = 10;
 };
 
 struct FoundViolation {

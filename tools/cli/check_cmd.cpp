@@ -174,6 +174,9 @@ void register_fuzz(CLI::App& app, Common& common) {
     cmd->add_option("--shard", a->shard, "Run shard i of n (i/n): walks with index % n == i");
     cmd->add_option("--depth", o->depth, "Steps per walk")->check(CLI::Range(1u, sim::kFuzzDepthMax));
     cmd->add_option("--out", a->out, "Write fuzz.json (for kvcheck merge) and the first counterexample here");
+    cmd->add_option("--checkpoint-seconds", o->checkpoint_seconds,
+                    "With --out: also write fuzz.json every S seconds while walking, so a killed campaign resumes "
+                    "from it (default 10; 0 = at the end only)");
     cmd->add_flag("--keep-going", a->keep_going, "Run to the budget instead of stopping at the first violation");
     cmd->add_option("--resume", a->resume,
                     "Continue from a fuzz.json written by an interrupted run (same budget flags)");
