@@ -191,6 +191,22 @@ TEST_F(OutputSafety, KilledFuzzResumesFromItsLastCheckpoint) {
     }
 }
 
+// Proves: when --out cannot be written (a full disk; here a file-size limit), the campaign still
+// prints every finding and its reproduce line, then the write error, and exits 2.
+TEST_F(OutputSafety, FindingsArePrintedWhenTheWriteFails) {
+    const Cli full =
+        shell("trap '' XFSZ; ulimit -f 4; \"$KVCHECK\" fuzz --policy naive --keep-going --walks 200 --out " +
+              at("full") + " 2>&1 | cat");
+    EXPECT_NE(full.output.find("walks=200 "), std::string::npos) << full.output.substr(0, 400);
+    EXPECT_NE(full.output.find("\nreproduce: kvcheck fuzz --policy naive"), std::string::npos);
+    EXPECT_NE(full.output.find("kvcheck: " + at("full") + "/fuzz.json: write failed"), std::string::npos)
+        << full.output.substr(full.output.size() - std::min<std::size_t>(full.output.size(), 400));
+    const Cli code =
+        shell("trap '' XFSZ; ulimit -f 4; \"$KVCHECK\" fuzz --policy naive --keep-going --walks 200 --quiet --out " +
+              at("full") + " >/dev/null 2>&1; echo $?");
+    EXPECT_EQ(code.output, "2\n");
+}
+
 // Proves: a time budget is the campaign's: resumed without --seconds, a campaign that spent its
 // budget walks nothing more; given --seconds again, that is the new total, not a fresh budget.
 TEST_F(OutputSafety, FuzzTimeBudgetCarriesAcrossResumes) {

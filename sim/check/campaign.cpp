@@ -158,13 +158,19 @@ CampaignOutcome run_campaign(CampaignRequest a) {
         out.first = !r.violations.empty() && r.violations.front().walk == walk ? r.violations.front() : *carried.first;
         out.reproduce = fuzz_reproduce(j, out.first->walk);
     }
+    // A write that fails (a full disk) must not hide what the walks found: the error is kept for
+    // the caller to report after the findings.
     if (!a.out.empty()) {
-        ensure_directory(a.out);
-        write_file_atomic(a.out + "/fuzz.json", j.dump(2) + "\n");
-        if (out.first)
-            write_counterexample_files(a.out, out.first->scope, o.policy, out.first->counterexample);
-        else
-            remove_counterexample_files(a.out);
+        try {
+            ensure_directory(a.out);
+            write_file_atomic(a.out + "/fuzz.json", j.dump(2) + "\n");
+            if (out.first)
+                write_counterexample_files(a.out, out.first->scope, o.policy, out.first->counterexample);
+            else
+                remove_counterexample_files(a.out);
+        } catch (const InputError& e) {
+            out.write_error = e;
+        }
     }
     out.result = std::move(j);
     out.shard = a.shard;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/check/walker.hpp"
+#include "sim/io/input_error.hpp"
 
 namespace kvcheck::sim {
 
@@ -30,11 +31,12 @@ struct CampaignRequest {
 struct CampaignOutcome {
     FuzzOptions options;  // as run (a resumed campaign's)
     std::string shard;
-    FuzzReport report;                    // this run's walks
-    nlohmann::json result;                // fuzz.json: this run's and the carried violations
-    std::uint64_t walks = 0;              // of the whole campaign
-    std::optional<FoundViolation> first;  // the campaign's first violation, walked here or again
-    std::string reproduce;                // the fuzz command that finds `first` again
+    FuzzReport report;                      // this run's walks
+    nlohmann::json result;                  // fuzz.json: this run's and the carried violations
+    std::uint64_t walks = 0;                // of the whole campaign
+    std::optional<FoundViolation> first;    // the campaign's first violation, walked here or again
+    std::string reproduce;                  // the fuzz command that finds `first` again
+    std::optional<InputError> write_error;  // --out could not be written; the findings above still hold
 };
 
 CampaignOutcome run_campaign(CampaignRequest request);

@@ -208,13 +208,10 @@ void register_fuzz(CLI::App& app, Common& common) {
                 std::fprintf(
                     stderr, "interrupted after %llu walks; nothing was written (give --out DIR to keep a checkpoint)\n",
                     static_cast<unsigned long long>(c.walks));
-            else
-                // A campaign bounded by time alone needs its --seconds again (the file records walks, not time).
-                std::fprintf(
-                    stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s --out %s%s\n",
-                    static_cast<unsigned long long>(c.walks), sim::shell_word(a->out + "/fuzz.json").c_str(),
-                    sim::shell_word(a->out).c_str(),
-                    c.options.walks == 0 ? (" --seconds " + nlohmann::json(c.options.seconds).dump()).c_str() : "");
+            else  // the file records the campaign's budget, time included
+                std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s --out %s\n",
+                             static_cast<unsigned long long>(c.walks), sim::shell_word(a->out + "/fuzz.json").c_str(),
+                             sim::shell_word(a->out).c_str());
         }
         if (*json) {
             std::cout << j.dump(2) << "\n";
@@ -241,6 +238,10 @@ void register_fuzz(CLI::App& app, Common& common) {
         std::fflush(stdout);  // the listing before the reproduce line, also when both go to one file
         if (c.first) std::fprintf(stderr, "reproduce: %s\n", c.reproduce.c_str());
         common.exit_code = !j["violations"].empty() ? 1 : r.interrupted ? 130 : 0;
+        if (c.write_error) {  // after the findings, which hold whatever the disk did
+            std::fprintf(stderr, "kvcheck: %s\n", c.write_error->what());
+            common.exit_code = 2;
+        }
     });
 }
 
