@@ -76,13 +76,13 @@ public:
         for (int l = 0; l < layers; ++l) {
             const LayerWeights& w = model_.weights(l);
             auto& p = projections_t_[static_cast<std::size_t>(l)];
-            p.assign(static_cast<std::size_t>(4 * kModel * kModel), 0.0f);
+            p.assign(std::size_t{4} * kModel * kModel, 0.0f);
             transpose_into(w.wq, kModel, 4 * kModel, 0, p);
             transpose_into(w.wk, kModel, 4 * kModel, kModel, p);
             transpose_into(w.wv, kModel, 4 * kModel, 2 * kModel, p);
             transpose_into(w.wiq, kModel, 4 * kModel, 3 * kModel, p);
             auto& o = output_t_[static_cast<std::size_t>(l)];
-            o.assign(static_cast<std::size_t>(kModel * kModel), 0.0f);
+            o.assign(std::size_t{kModel} * kModel, 0.0f);
             transpose_into(w.wo, kModel, kModel, 0, o);
         }
         unembedding_t_.assign(static_cast<std::size_t>(kVocab) * kModel, 0.0f);
@@ -315,7 +315,7 @@ void CpuSession::merge_range(int from, int to, float* out) {
     for (int head = 0; head < kHeads; ++head) {
         for (int s = 0; s < count; ++s)
             merge_scratch_[static_cast<std::size_t>(s)] =
-                partials_[static_cast<std::size_t>((from + s) * kHeads + head)];
+                partials_[static_cast<std::size_t>(from + s) * kHeads + static_cast<std::size_t>(head)];
         merge_splits(merge_scratch_.data(), count, out + head * kHeadDim);
     }
 }

@@ -37,14 +37,14 @@ std::uint64_t matrix_seed(std::uint64_t version, int layer, Matrix m) {
 }
 
 LayerWeights layer_weights(std::uint64_t version, int layer) {
-    constexpr std::size_t n = kModel * kModel;
+    constexpr std::size_t kEntries = kModel * kModel;  // one square matrix
     LayerWeights w;
-    w.wq = draw(matrix_seed(version, layer, matrix_q), n, 64, 1.0f / 256.0f);
-    w.wk = draw(matrix_seed(version, layer, matrix_k), n, 64, 1.0f / 256.0f);
-    w.wv = draw(matrix_seed(version, layer, matrix_v), n, 64, 1.0f / 256.0f);
-    w.wo = draw(matrix_seed(version, layer, matrix_o), n, 64, 1.0f / 512.0f);
-    w.wiq = draw(matrix_seed(version, layer, matrix_iq), n, 64, 1.0f / 256.0f);
-    w.ws = draw(matrix_seed(version, layer, matrix_s), n, 64, 1.0f / 128.0f);
+    w.wq = draw(matrix_seed(version, layer, matrix_q), kEntries, 64, 1.0f / 256.0f);
+    w.wk = draw(matrix_seed(version, layer, matrix_k), kEntries, 64, 1.0f / 256.0f);
+    w.wv = draw(matrix_seed(version, layer, matrix_v), kEntries, 64, 1.0f / 256.0f);
+    w.wo = draw(matrix_seed(version, layer, matrix_o), kEntries, 64, 1.0f / 512.0f);
+    w.wiq = draw(matrix_seed(version, layer, matrix_iq), kEntries, 64, 1.0f / 256.0f);
+    w.ws = draw(matrix_seed(version, layer, matrix_s), kEntries, 64, 1.0f / 128.0f);
     return w;
 }
 

@@ -73,7 +73,8 @@ void check_read(const World& w, std::uint32_t r, const std::vector<ReadFact>& fa
     const Request& q = w.requests[r];
     const std::uint32_t len = q.resume_len;
     auto fail_at = [&](const char* name, const PlanEntry& e, std::string detail) {
-        out.push_back({name, entry_text(w, r, e) + " " + detail, e, std::move(detail)});
+        std::string message = entry_text(w, r, e) + " " + detail;
+        out.push_back({name, std::move(message), e, std::move(detail)});
     };
     if (len % w.derived.lcm_tokens != 0) {
         std::string detail = "resumes at " + std::to_string(len) +

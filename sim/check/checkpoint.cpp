@@ -149,11 +149,11 @@ bool may_hold_checkpoint(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return true;
     const std::string_view magic = kMagic;
-    const std::string_view kAnyVersion = magic.substr(0, magic.rfind('/') + 1);  // "kvcheck.check-checkpoint/"
+    const std::string_view any_version = magic.substr(0, magic.rfind('/') + 1);  // "kvcheck.check-checkpoint/"
     std::ifstream in(path, std::ios::binary);
-    std::string start(kAnyVersion.size(), '\0');
+    std::string start(any_version.size(), '\0');
     in.read(start.data(), static_cast<std::streamsize>(start.size()));
-    return in.gcount() == static_cast<std::streamsize>(start.size()) && start == kAnyVersion;
+    return in.gcount() == static_cast<std::streamsize>(start.size()) && start == any_version;
 }
 
 ExploreCheckpoint decode_checkpoint(const std::string& bytes, const std::string& file) {

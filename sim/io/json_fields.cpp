@@ -113,7 +113,7 @@ std::string Fields::choice(const std::string& key, const std::string& fallback,
         problems_.add(at(key), "expected one of " + names + ", got " + json_type_name(*v));
         return fallback;
     }
-    const auto s = v->get<std::string>();
+    auto s = v->get<std::string>();
     for (const std::string& a : allowed)
         if (a == s) return s;
     problems_.add(at(key), "expected one of " + names + ", got \"" + s + "\"");

@@ -39,7 +39,11 @@ struct Corruption {
 // Exact percentiles from a sample kept whole (4 bytes per request).
 class Percentiles {
 public:
-    void add(double value_ms) { values_us_.push_back(static_cast<std::uint32_t>(value_ms * 1000.0 + 0.5)); }
+    // Times are never negative, so adding 0.5 and truncating rounds half up, as it always has here.
+    void add(double value_ms) {
+        values_us_.push_back(
+            static_cast<std::uint32_t>(value_ms * 1000.0 + 0.5));  // NOLINT(bugprone-incorrect-roundings)
+    }
     double at(double fraction) const;  // nearest-rank, in ms; 0 when empty
     std::size_t count() const { return values_us_.size(); }
 

@@ -42,15 +42,15 @@ double max_of(const std::vector<double>& list) {
 }
 
 std::string color_of(const std::string& name) {
-    static const std::map<std::string, std::string> colors = {
+    static const std::map<std::string, std::string> kColors = {
         {"compressed_kv", "#4e79a7"},     {"uncompressed_tail", "#f28e2b"},
         {"swa_window", "#59a14f"},        {"indexer_state", "#b07aa1"},
         {"linear_state", "#edc948"},      {"on_disk_prefix", "#9c755f"},
         {"state_table", "#bab0ac"},       {"any", "#e15759"},
         {"resumable", "#59a14f"},         {"io_wait", "#edc948"},
         {"partial_recompute", "#f28e2b"}, {"full_recompute", "#e15759"}};
-    const auto it = colors.find(name);
-    return it == colors.end() ? "#76b7b2" : it->second;
+    const auto it = kColors.find(name);
+    return it == kColors.end() ? "#76b7b2" : it->second;
 }
 
 // Axes shared by every column, so a glance across a row compares like with like.
@@ -426,7 +426,7 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
         const char* label;
         Unit unit;
     };
-    static const Row rows[] = {
+    static const Row kRows[] = {
         {"requests", "requests", Unit::count},
         {"hit_rate", "hit rate", Unit::ratio},
         {"post_hit_fallback_rate", "post-hit fallback rate", Unit::ratio},
@@ -449,7 +449,7 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
     std::string out = "<table class=\"comparison\"><tr><th>metric</th>";
     for (const NamedReport& nr : reports) out += "<th>" + svg::escape(nr.name) + "</th>";
     out += "</tr>";
-    for (const Row& row : rows) {
+    for (const Row& row : kRows) {
         out += "<tr><td>" + std::string(row.label) + "</td>";
         for (const NamedReport& nr : reports)
             out += "<td>" +

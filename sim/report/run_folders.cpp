@@ -127,20 +127,20 @@ void check_shape(const json& value, const json& shape, const std::string& pointe
 }
 
 json load_report(const std::filesystem::path& file) {
-    static const json shape = json::parse(kReportShape);
+    static const json kShape = json::parse(kReportShape);
     const std::string name = file.string();
     json report = parse_json_text(read_file(name), name);
     if (report.is_object() && report.contains("schema_version") && report["schema_version"] != kReportSchemaVersion)
         throw InputError(name, "/schema_version",
                          "report schema " + report["schema_version"].dump() + "; this kvcheck reads " +
                              std::to_string(kReportSchemaVersion));
-    check_shape(report, shape, "", name);
+    check_shape(report, kShape, "", name);
     // Figures added after schema 1 was fixed: optional (older reports lack them), checked when there.
-    static const json later = json::parse(R"({"requests_by_reuse_pct": {"*": 0}, "evictions_by_cause": {"*": {"*": 0}},
+    static const json kLater = json::parse(R"({"requests_by_reuse_pct": {"*": 0}, "evictions_by_cause": {"*": {"*": 0}},
         "evictions_last_copy": {"*": 0}, "prompt_tokens": 0, "token_hit_rate": 0.5, "token_reuse_rate": 0.5,
         "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}},
         "warnings": [{"code": "", "message": ""}], "overrides": [""], "entry_ages_ms": {"*": {"*": {"count": 0, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0}}}})");
-    for (const auto& [key, item] : later.items())
+    for (const auto& [key, item] : kLater.items())
         if (report.contains(key)) check_shape(report[key], item, "/" + key, name);
     const json& series = report["series"];
     const std::size_t points = series["t_s"].size();

@@ -114,7 +114,7 @@ void check_miss_reason_path(const std::string& path, const std::string& pointer,
 // sampling only.
 // Returns what the number at `path` is (for the bounds parse_bound accepts).
 Figure check_report_path(const std::string& path, const std::string& pointer, const Scenario& s, Problems& problems) {
-    static const std::array<nlohmann::json, 4> shapes = [] {
+    static const std::array<nlohmann::json, 4> kShapes = [] {
         std::array<nlohmann::json, 4> out;
         for (int bits = 0; bits < 4; ++bits) {
             Metrics m;
@@ -139,7 +139,7 @@ Figure check_report_path(const std::string& path, const std::string& pointer, co
         }
     const bool sessions = s.sessions.enabled;
     const bool samples = s.samples > 1;
-    const nlohmann::json* node = &shapes[(sessions ? 1 : 0) | (samples ? 2 : 0)];
+    const nlohmann::json* node = &kShapes[(sessions ? 1 : 0) | (samples ? 2 : 0)];
     std::string walked;
     std::size_t from = 0;
     while (true) {

@@ -71,7 +71,7 @@ void parse_model(const nlohmann::json& value, Scenario& s, Problems& problems) {
 std::uint64_t ms_to_ns(double ms) { return static_cast<std::uint64_t>(ms * 1e6); }
 
 // A scenario's times end where a trace's arrivals do (1e12 ms): the simulated clock cannot wrap.
-constexpr double kArrivalMaxMs = static_cast<double>(kArrivalMaxNs / 1'000'000);
+constexpr double kArrivalMaxMs = static_cast<double>(kArrivalMaxNs) / 1e6;  // 1e12, exactly
 
 void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems) {
     Fields f(value, "/workload", problems);
@@ -551,8 +551,8 @@ Override parse_override(const std::string& text) {
     const std::string value = text.substr(eq + 1);
     if (!nlohmann::json::accept(value)) {
         // A number JSON cannot hold ("1e400") would otherwise be taken as a string.
-        static const std::regex number(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
-        if (std::regex_match(value, number))
+        static const std::regex kNumber(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
+        if (std::regex_match(value, kNumber))
             throw InputError("", "--set", o.pointer + ": number out of range; expected a finite number");
         o.value = value;
         return o;

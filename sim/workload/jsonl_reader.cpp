@@ -53,7 +53,7 @@ std::size_t error_token_start(const std::string& text, const json::parse_error& 
     const std::size_t end = std::min<std::size_t>(error.byte, text.size());
     const std::string what = error.what();
     const std::size_t open = what.find("last read: '");
-    const std::size_t close = open == std::string::npos ? std::string::npos : what.find("'", open + 12);
+    const std::size_t close = open == std::string::npos ? std::string::npos : what.find('\'', open + 12);
     if (close == std::string::npos) {
         // No "last read" for a whole string literal: step back to its opening quote.
         if (end >= 2 && text[end - 1] == '"') {
@@ -329,7 +329,7 @@ private:
         if (scaled >= 1.8e19)
             fail_at("timestamp",
                     "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
-        return static_cast<std::uint64_t>(scaled + 0.5);
+        return static_cast<std::uint64_t>(scaled + 0.5);  // NOLINT(bugprone-incorrect-roundings): checked >= 0 above
     }
 
     bool mooncake_;

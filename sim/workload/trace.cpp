@@ -99,7 +99,7 @@ std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, const Tr
     if (const TraceOptionsProblem problem = trace_options_problem(options); !problem.why.empty())
         throw InputError(path, "", problem.why);
     switch (options.format) {
-        case TraceFormat::mooncake: return make_jsonl_reader(path, options);
+        case TraceFormat::mooncake:  // Mooncake is JSONL with fixed timestamps and blocks
         case TraceFormat::jsonl: return make_jsonl_reader(path, options);
         case TraceFormat::azure: return make_azure_reader(path, options);
     }
