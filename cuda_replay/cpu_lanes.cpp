@@ -200,8 +200,8 @@ KV_CPU_INLINE void project_rows(const float* wt, const float* x, float* out) {
 }  // namespace
 
 void partials_of(const float* q, const Split* splits, int count, Partial* out) {
-    static const PartialsFn fn = pick_partials();
-    fn(q, splits, count, out);
+    static const PartialsFn kPartials = pick_partials();
+    kPartials(q, splits, count, out);
 }
 
 KV_CPU_CLONES void project_tokens(const float* wt, const float* h, int count, float* q, float* k, float* v, float* qi) {

@@ -413,7 +413,7 @@ void read_facts_into(const World& w, std::uint32_t r, std::vector<ReadFact>& fac
 }
 
 const std::vector<InvariantInfo>& invariant_catalogue() {
-    static const std::vector<InvariantInfo> all = {
+    static const std::vector<InvariantInfo> kAll = {
         {"RL1_admission_cap", "all resident forms plus the state table stay within the GPU budget"},
         {"RL2_form_separation",
          "one free list per form; a free block carries no form label and sits in exactly one list"},
@@ -434,7 +434,7 @@ const std::vector<InvariantInfo>& invariant_catalogue() {
         {"ST1_state_table", "the prefix index, slots and byte accounting agree with the state table"},
         {"ST2_pins", "pin counts equal the holds requests keep"},
     };
-    return all;
+    return kAll;
 }
 
 bool is_invariant(std::string_view name) {

@@ -83,8 +83,8 @@ std::vector<PolicyInfo> build() {
 }  // namespace
 
 const std::vector<PolicyInfo>& policies() {
-    static const std::vector<PolicyInfo> table = build();
-    return table;
+    static const std::vector<PolicyInfo> kTable = build();
+    return kTable;
 }
 
 const PolicyInfo* find_policy(std::string_view name) {

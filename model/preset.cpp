@@ -192,8 +192,8 @@ std::vector<ModelConfig> build_presets() {
 }  // namespace
 
 const std::vector<ModelConfig>& presets() {
-    static const std::vector<ModelConfig> table = build_presets();
-    return table;
+    static const std::vector<ModelConfig> kTable = build_presets();
+    return kTable;
 }
 
 const ModelConfig* find_preset(std::string_view name) {

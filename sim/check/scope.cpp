@@ -36,13 +36,13 @@ std::uint32_t allowed_kinds(const Scope& scope, std::uint8_t faults_used, std::u
 }
 
 std::uint32_t all_fault_kinds() {
-    static const std::uint32_t bits = [] {  // asked for every state an explorer expands
+    static const std::uint32_t kBits = [] {  // asked for every state an explorer expands
         std::uint32_t b = 0;
         for (int k = 0; k < model::kStepKindCount; ++k)
             if (model::is_fault(static_cast<StepKind>(k))) b |= kind_bit(static_cast<StepKind>(k));
         return b;
     }();
-    return bits;
+    return kBits;
 }
 
 Scope named_scope(const std::string& name) {

@@ -49,9 +49,9 @@ std::string real_problem(const std::string& text) {
 // The bounds of an option's range check ("UINT:UINT in [1 - 256]" gives 1 and 256); 0 and
 // 2^64 - 1 for a count without one.
 std::pair<std::string, std::string> count_bounds(const std::string& type) {
-    static const std::regex range(R"( in \[([0-9]+) - ([0-9]+)\])");
+    static const std::regex kRange(R"( in \[([0-9]+) - ([0-9]+)\])");
     std::smatch m;
-    if (std::regex_search(type, m, range)) return {m[1].str(), m[2].str()};
+    if (std::regex_search(type, m, kRange)) return {m[1].str(), m[2].str()};
     return {"0", std::to_string(UINT64_MAX)};
 }
 
@@ -78,12 +78,13 @@ void check_values(CLI::App& app) {
 // A command-line error as one line, `kvcheck: <input>:--option: what was wrong`: the place is the
 // option CLI11's message names first.
 std::string command_line_error(const std::string& what) {
-    static const std::regex named("^(--?[A-Za-z][A-Za-z0-9-]*): (.*)$");
-    static const std::regex mentioned("(--[A-Za-z][A-Za-z0-9-]*)");
+    static const std::regex kNamed("^(--?[A-Za-z][A-Za-z0-9-]*): (.*)$");
+    static const std::regex kMentioned("(--[A-Za-z][A-Za-z0-9-]*)");
     std::smatch m;
-    if (std::regex_match(what, m, named))
+    if (std::regex_match(what, m, kNamed))
         return kvcheck::sim::InputError("", m[1], std::string(m[2]) + " (see --help)").what();
-    if (std::regex_search(what, m, mentioned)) return kvcheck::sim::InputError("", m[1], what + " (see --help)").what();
+    if (std::regex_search(what, m, kMentioned))
+        return kvcheck::sim::InputError("", m[1], what + " (see --help)").what();
     return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
 }
 
