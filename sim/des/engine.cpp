@@ -113,6 +113,7 @@ public:
         metrics_.sim_time_ns = now_;
         metrics_.resume_grain_tokens = world_.grain_tokens;
         metrics_.unfired_faults = faults_.unfired();
+        metrics_.trace_id_count_warning = arrivals_->id_count_warning();
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next(), override_texts(s_)};
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};

@@ -99,9 +99,11 @@ void parse_workload(const nlohmann::json& value, Scenario& s, Problems& problems
     if (const TraceOptionsProblem problem = trace_options_problem(s.trace); !trace.empty() && !problem.why.empty())
         problems.add("/workload/" + problem.option, problem.why);
     s.trace.limit = f.unsigned_number("limit", 0, 0, 1ULL << 40);
+    s.trace.id_count =
+        parse_id_count_rule(f.choice("hash_id_count", "trust-length", {"trust-length", "keep-ids", "strict"}));
     s.trace.seed = s.seed;
     if (trace.empty())  // they say how to read a trace; the requests list is replayed whole
-        for (const std::string key : {"format", "time_unit", "limit"})
+        for (const std::string key : {"format", "time_unit", "limit", "hash_id_count"})
             if (f.has(key))
                 problems.add("/workload/" + key, "only a trace takes \"" + key + "\", and this workload has none");
     if (const nlohmann::json* list = f.raw("requests")) {

@@ -169,6 +169,7 @@ private:
         out.output_tokens = static_cast<std::uint32_t>(unsigned_field(object, "output_length", kOutputTokensMax));
         out.block_tokens = options_.block_tokens;
         read_hash_ids(field(object, "hash_ids"), out);
+        reconcile_ids(out);
         out.line = lines_.number();
         out.arrival_ns = relative_arrival(absolute_ns, [this] { return value_index("timestamp"); });
     }
@@ -181,8 +182,8 @@ private:
         check_prompt(out.input_tokens);
         out.output_tokens = static_cast<std::uint32_t>(at_most("output_length", flat_.output_length, kOutputTokensMax));
         out.block_tokens = options_.block_tokens;
-        check_hash_id_count(flat_.hash_ids.size(), out);
         out.block_ids.swap(flat_.hash_ids);  // the record's old buffer is the next line's
+        reconcile_ids(out);
         out.line = lines_.number();
         out.arrival_ns = relative_arrival(absolute_ns, [this] { return value_index("timestamp"); });
     }
@@ -268,7 +269,6 @@ private:
     void read_hash_ids(const json& ids, TraceRecord& out) const {
         if (!ids.is_array())
             fail_at("hash_ids", "expected an array of unsigned integers for \"hash_ids\", got " + describe(ids));
-        check_hash_id_count(ids.size(), out);
         out.block_ids.clear();
         for (std::size_t i = 0; i < ids.size(); ++i) {
             if (!is_unsigned(ids[i])) {
@@ -281,20 +281,17 @@ private:
         }
     }
 
-    void check_hash_id_count(std::size_t count, const TraceRecord& out) const {
-        const std::uint32_t expected = blocks_for(out.input_tokens, out.block_tokens);
-        if (count != expected)
-            fail_at("hash_ids", "expected " + std::to_string(expected) + (expected == 1 ? " hash id" : " hash ids") +
-                                    " for input_length " + std::to_string(out.input_tokens) + " at " +
-                                    std::to_string(out.block_tokens) + " tokens per block, got " +
-                                    std::to_string(count));
+    void reconcile_ids(TraceRecord& out) {
+        if (out.block_ids.size() != blocks_for(out.input_tokens, out.block_tokens))
+            reconcile_id_count(out, value_index("hash_ids"));
     }
 
     std::uint64_t timestamp_ns(const json& value) const {
         const std::uint64_t unit_ns = time_unit_ns(options_.time_unit);
         const auto too_large = [&] {
             fail_at("timestamp",
-                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
+                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value) +
+                        finer_unit_hint());
         };
         if (is_unsigned(value)) {
             std::uint64_t scaled = 0;
@@ -302,8 +299,10 @@ private:
             return scaled;
         }
         if (mooncake_)
-            fail_at("timestamp",
-                    "expected an unsigned integer (milliseconds) for \"timestamp\", got " + shown("timestamp", value));
+            fail_at("timestamp", "expected an unsigned integer (milliseconds) for \"timestamp\", got " +
+                                     shown("timestamp", value) +
+                                     "; format jsonl reads string and fractional timestamps in any time_unit "
+                                     "(--format jsonl --time-unit s|ms|us|ns)");
         if (value.is_number_float()) return float_ns(value.get<double>(), unit_ns, value);
         if (value.is_string()) {
             const auto& text = value.get_ref<const std::string&>();
@@ -328,7 +327,8 @@ private:
         const double scaled = number * static_cast<double>(unit_ns);
         if (scaled >= 1.8e19)
             fail_at("timestamp",
-                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value));
+                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value) +
+                        finer_unit_hint());
         return static_cast<std::uint64_t>(scaled + 0.5);  // NOLINT(bugprone-incorrect-roundings): checked >= 0 above
     }
 

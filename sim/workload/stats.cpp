@@ -3,6 +3,7 @@
 #include "sim/workload/stats.hpp"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/workload/sessions.hpp"
 
@@ -24,6 +25,7 @@ TraceStats compute_trace_stats(TraceReader& reader) {
     TraceStats stats;
     // Only looked up, never iterated, so its order cannot reach any output.
     std::unordered_map<std::uint64_t, Holder> latest_holder;
+    std::unordered_set<std::uint64_t> ids;  // counted only
     SessionLinker sessions;
     TraceRecord record;
     std::uint64_t previous_ns = 0;
@@ -50,6 +52,7 @@ TraceStats compute_trace_stats(TraceReader& reader) {
         std::uint32_t shared = 0;
         Holder parent;
         for (std::size_t j = 0; j < record.block_ids.size(); ++j) {
+            ids.insert(record.block_ids[j]);
             key = hash_combine(key, record.block_ids[j]);
             const auto [it, inserted] = latest_holder.try_emplace(key, self);
             if (inserted) continue;
@@ -80,7 +83,9 @@ TraceStats compute_trace_stats(TraceReader& reader) {
             sharing.branch_new_tokens.add(new_tokens);
         }
     }
-    stats.unique_blocks = latest_holder.size();
+    stats.unique_prefixes = latest_holder.size();
+    stats.unique_ids = ids.size();
+    stats.id_counts = reader.id_count_mismatches();
     stats.span_s = static_cast<double>(previous_ns) / 1e9;
     stats.reuse_ratio = stats.block_references == 0
                             ? 0.0

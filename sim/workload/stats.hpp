@@ -32,7 +32,8 @@ struct TraceStats {
     std::uint64_t input_tokens = 0;
     std::uint64_t output_tokens = 0;
     std::uint64_t block_references = 0;  // sum over requests of their block count
-    std::uint64_t unique_blocks = 0;     // distinct chained block keys
+    std::uint64_t unique_prefixes = 0;   // distinct chained block keys: ids 0..i of a request, for every i
+    std::uint64_t unique_ids = 0;        // distinct hash ids as the trace writes them
     std::uint64_t reused_blocks = 0;     // references to a key seen in an earlier request
     double reuse_ratio = 0;              // reused_blocks / block_references
     std::uint32_t block_tokens = 0;
@@ -42,6 +43,7 @@ struct TraceStats {
     LogHistogram full_blocks;  // whole blocks per request (input_tokens / block_tokens)
     SharingStats sharing;
     std::uint64_t session_turns = 0;  // requests workload.sessions replays as turns (SessionLinker)
+    IdCountMismatches id_counts;      // lines whose hash_ids count disagreed with input_length
 };
 
 // Reads the reader to its end (or its limit). Memory grows with the number of distinct blocks only.

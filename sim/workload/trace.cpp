@@ -2,11 +2,13 @@
 // reading, relative arrival times and UTF-8 validation.
 #include "sim/workload/trace.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "model/core.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/workload/readers.hpp"
@@ -52,6 +54,44 @@ std::uint64_t time_unit_ns(TimeUnit unit) {
         case TimeUnit::ns: return 1;
     }
     KV_UNREACHABLE("unknown time unit");
+}
+
+std::string_view id_count_rule_name(IdCountRule rule) {
+    switch (rule) {
+        case IdCountRule::trust_length: return "trust-length";
+        case IdCountRule::keep_ids: return "keep-ids";
+        case IdCountRule::strict: return "strict";
+    }
+    KV_UNREACHABLE("unknown id count rule");
+}
+
+IdCountRule parse_id_count_rule(std::string_view name) {
+    for (IdCountRule r : {IdCountRule::trust_length, IdCountRule::keep_ids, IdCountRule::strict})
+        if (id_count_rule_name(r) == name) return r;
+    throw InputError("", "",
+                     "unknown hash id count rule \"" + std::string(name) + "\", expected trust-length, keep-ids or strict");
+}
+
+std::string id_count_warning(const std::string& path, const IdCountMismatches& m) {
+    if (m.lines == 0) return "";
+    std::string lines;
+    for (const std::uint64_t line : m.first_lines) lines += (lines.empty() ? "" : ", ") + std::to_string(line);
+    if (m.lines > m.first_lines.size()) lines += ", ...";
+    const std::uint64_t fewer = m.lines - m.more_ids;
+    std::string text = path + ": " + std::to_string(m.lines) + " of " + std::to_string(m.lines_read) +
+                       " lines have a hash_ids count other than ceil(input_length / " +
+                       std::to_string(m.block_tokens) + ") (" + std::to_string(m.more_ids) + " with more ids, " +
+                       std::to_string(fewer) + " with fewer; lines " + lines + "); ";
+    if (m.rule == IdCountRule::trust_length)
+        text += "hash_id_count trust-length kept each input_length: " + std::to_string(m.ids_dropped) +
+                " ids past the last block dropped, " + std::to_string(m.blocks_filled) +
+                " blocks given ids of their own (they can only miss); keep-ids trusts the ids instead, strict "
+                "refuses such lines";
+    else
+        text += "hash_id_count keep-ids moved each input_length to the nearest one its ids fit (" +
+                std::to_string(m.tokens_moved) + " tokens in all); trust-length trusts the lengths instead, strict "
+                "refuses such lines";
+    return text + " (docs/traces.md, Id counts)";
 }
 
 TraceFormat guess_trace_format(const std::string& path) {
@@ -106,7 +146,52 @@ std::unique_ptr<TraceReader> TraceReader::open(const std::string& path, const Tr
     KV_UNREACHABLE("unknown trace format");
 }
 
-TraceReader::TraceReader(const std::string& path, const TraceOptions& options) : lines_(path), options_(options) {}
+TraceReader::TraceReader(const std::string& path, const TraceOptions& options) : lines_(path), options_(options) {
+    mismatches_.rule = options.id_count;
+    mismatches_.block_tokens = options.block_tokens;
+}
+
+void TraceReader::reconcile_id_count(TraceRecord& record, std::size_t ids_column) {
+    const std::size_t count = record.block_ids.size();
+    const std::uint32_t needed = blocks_for(record.input_tokens, record.block_tokens);
+    if (count == needed) return;
+    const auto refuse = [&](const std::string& why) { throw InputError(path(), place(ids_column), why); };
+    const std::string counts = "expected " + std::to_string(needed) + (needed == 1 ? " hash id" : " hash ids") +
+                               " for input_length " + std::to_string(record.input_tokens) + " at " +
+                               std::to_string(record.block_tokens) + " tokens per block, got " + std::to_string(count);
+    switch (options_.id_count) {
+        case IdCountRule::strict:
+            refuse(counts + "; hash_id_count trust-length or keep-ids reads such lines (docs/traces.md, Id counts)");
+        case IdCountRule::trust_length:
+            if (count > needed) {
+                mismatches_.ids_dropped += count - needed;
+                record.block_ids.resize(needed);
+            } else {
+                mismatches_.blocks_filled += needed - count;
+                // Salted by the line, these ids are in no other request, so no block can hit through them.
+                for (std::size_t b = count; b < needed; ++b)
+                    record.block_ids.push_back(hash_combine(hash_combine(0x66726573686964ULL, lines_.number()), b));
+            }
+            break;
+        case IdCountRule::keep_ids: {
+            if (count == 0) refuse(counts + "; keep-ids takes the blocks from the ids, and there are none");
+            const std::uint64_t lowest = (count - 1) * std::uint64_t{record.block_tokens} + 1;
+            if (lowest > kInputTokensMax)
+                refuse(counts + "; keep-ids would make input_length at least " + std::to_string(lowest) +
+                       ", above the most a request may have (" + std::to_string(kInputTokensMax) + ")");
+            const std::uint64_t highest = std::min<std::uint64_t>(count * std::uint64_t{record.block_tokens}, kInputTokensMax);
+            const std::uint64_t length = std::clamp<std::uint64_t>(record.input_tokens, lowest, highest);
+            mismatches_.tokens_moved += length > record.input_tokens ? length - record.input_tokens
+                                                                      : record.input_tokens - length;
+            record.input_tokens = static_cast<std::uint32_t>(length);
+            break;
+        }
+    }
+    ++mismatches_.lines;
+    if (count > needed) ++mismatches_.more_ids;
+    if (mismatches_.first_lines.size() < IdCountMismatches::kShownLines)
+        mismatches_.first_lines.push_back(lines_.number());
+}
 
 bool TraceReader::next(TraceRecord& out) {
     if (options_.limit != 0 && delivered_ >= options_.limit) return false;
@@ -117,20 +202,29 @@ bool TraceReader::next(TraceRecord& out) {
     KV_ASSERT(out.block_ids.size() == blocks_for(out.input_tokens, out.block_tokens),
               "a reader must deliver one id per block");
     ++delivered_;
+    mismatches_.lines_read = delivered_;
     return true;
 }
 
 ArrivalStream::ArrivalStream(const std::string& trace_path, const TraceOptions& options,
                              const std::vector<TraceRecord>& requests)
-    : reader_(trace_path.empty() ? nullptr : TraceReader::open(trace_path, options)), requests_(requests) {}
+    : trace_path_(trace_path),
+      reader_(trace_path.empty() ? nullptr : TraceReader::open(trace_path, options)),
+      requests_(requests) {}
+
+std::string ArrivalStream::id_count_warning() const {
+    return sim::id_count_warning(trace_path_, reader_ ? reader_->id_count_mismatches() : mismatches_);
+}
 
 bool ArrivalStream::next(TraceRecord& out) {
     if (!pending_ && reader_) {
         TraceRecord record;
-        if (reader_->next(record))
+        if (reader_->next(record)) {
             pending_ = std::move(record);
-        else
+        } else {
+            mismatches_ = reader_->id_count_mismatches();
             reader_.reset();
+        }
     }
     if (pending_ &&
         (next_request_ >= requests_.size() || pending_->arrival_ns <= requests_[next_request_].arrival_ns)) {
@@ -162,6 +256,13 @@ void TraceReader::arrival_goes_back(std::uint64_t absolute_ns, std::size_t colum
                          " s (relative to the first request); expected requests sorted by arrival");
 }
 
+// A span this long is most often a finer unit read as a coarser one (epoch ns read as ms).
+std::string TraceReader::finer_unit_hint() const {
+    if (options_.format == TraceFormat::azure || options_.time_unit == TimeUnit::ns) return "";
+    return "; if the timestamps are in a finer unit than " + std::string(time_unit_name(options_.time_unit)) +
+           ", name it (--format jsonl --time-unit us|ns)";
+}
+
 void TraceReader::arrival_too_late(std::uint64_t absolute_ns, std::size_t column) const {
     char seconds[48];  // to the nanosecond: just past the bound, fewer digits read as the bound itself
     const std::uint64_t after_ns = absolute_ns - first_ns_;
@@ -170,7 +271,7 @@ void TraceReader::arrival_too_late(std::uint64_t absolute_ns, std::size_t column
     throw InputError(path(), place(column),
                      std::string("this request arrives ") + seconds + " s after the first one; expected at most " +
                          std::to_string(kArrivalMaxNs / 1'000'000'000) +
-                         " s (about 31.7 years, as a scenario's at_ms)");
+                         " s (about 31.7 years, as a scenario's at_ms)" + finer_unit_hint());
 }
 
 std::string TraceReader::place(std::size_t index) const {

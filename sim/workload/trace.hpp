@@ -16,6 +16,12 @@ namespace kvcheck::sim {
 
 enum class TraceFormat { mooncake, azure, jsonl };
 enum class TimeUnit { s, ms, us, ns };
+// What a JSONL reader does with a line whose hash_ids count is not ceil(input_length / block
+// size), as in traces whose lengths come from another tokenizer than their ids (docs/traces.md
+// "Id counts"). trust_length: the length decides the blocks; extra ids are dropped, missing blocks
+// get ids no other request holds (so they can only miss). keep_ids: the ids decide; the length is
+// moved to the nearest one they fit. strict: the line is refused.
+enum class IdCountRule { trust_length, keep_ids, strict };
 
 // Name <-> value; the parse functions throw InputError("", "", ...) naming the accepted names.
 std::string_view trace_format_name(TraceFormat format);
@@ -23,6 +29,8 @@ TraceFormat parse_trace_format(std::string_view name);
 std::string_view time_unit_name(TimeUnit unit);
 TimeUnit parse_time_unit(std::string_view name);
 std::uint64_t time_unit_ns(TimeUnit unit);
+std::string_view id_count_rule_name(IdCountRule rule);  // "trust-length", "keep-ids", "strict"
+IdCountRule parse_id_count_rule(std::string_view name);
 
 // The format a path most likely holds when none is named: .csv is Azure, anything else Mooncake.
 TraceFormat guess_trace_format(const std::string& path);
@@ -41,6 +49,7 @@ struct TraceOptions {
     std::uint32_t block_tokens = 512;   // jsonl and azure; Mooncake is always 512
     std::uint64_t seed = 1;             // azure: seeds the prefix-sharing model
     std::uint64_t limit = 0;            // read at most this many requests; 0 reads all
+    IdCountRule id_count = IdCountRule::trust_length;  // jsonl and mooncake
     AzureSharing sharing;               // azure only
 };
 
@@ -62,6 +71,24 @@ struct TraceRecord {
     std::vector<std::uint64_t> block_ids;  // ceil(input_tokens / block_tokens) content-block ids
     std::uint64_t line = 0;                // 1-based line in the file, for messages
 };
+
+// The lines whose hash_ids count disagreed with their input_length, and what was done about it.
+struct IdCountMismatches {
+    static constexpr std::size_t kShownLines = 5;
+    std::uint64_t lines = 0;              // lines that disagreed
+    std::uint64_t lines_read = 0;         // lines read in all
+    std::uint64_t more_ids = 0;           // of the disagreeing lines, those with more ids than blocks
+    std::uint64_t ids_dropped = 0;        // trust_length: ids past the last block
+    std::uint64_t blocks_filled = 0;      // trust_length: blocks given an id of their own
+    std::uint64_t tokens_moved = 0;       // keep_ids: |new length - old length|, summed
+    std::vector<std::uint64_t> first_lines;  // the first kShownLines of them
+    IdCountRule rule = IdCountRule::trust_length;
+    std::uint32_t block_tokens = 0;
+};
+
+// One line for a run's warnings and `trace` commands: how many lines disagreed, the first few,
+// what the rule did and how to choose another. Empty when no line disagreed.
+std::string id_count_warning(const std::string& path, const IdCountMismatches& mismatches);
 
 // Reads lines with a buffered stream, one at a time. Strips a UTF-8 BOM on line 1 and a trailing
 // CR, and remembers how many bytes the BOM took so that columns count the file's own bytes.
@@ -98,6 +125,7 @@ public:
 
     const TraceOptions& options() const { return options_; }
     const std::string& path() const { return lines_.path(); }
+    const IdCountMismatches& id_count_mismatches() const { return mismatches_; }
 
 protected:
     TraceReader(const std::string& path, const TraceOptions& options);
@@ -125,9 +153,17 @@ protected:
     // Throws InputError at the first byte of the current line that is not UTF-8, or, for a JSON
     // line, a NUL byte (kNulInJson).
     void check_utf8(bool json_line = false) const;
+    // Applies options_.id_count to a record whose block_ids came from the line as written and
+    // whose count is not the one its input_length needs;
+    // `ids_column` (0-based index into text()) is where its hash_ids stand, for messages. Throws
+    // InputError under strict, and where keep_ids can find no length that fits.
+    void reconcile_id_count(TraceRecord& record, std::size_t ids_column);
+    // "; if the timestamps are in a finer unit ..., name it (...)", for messages on times too large.
+    std::string finer_unit_hint() const;
 
     LineSource lines_;
     TraceOptions options_;
+    IdCountMismatches mismatches_;
 
 private:
     [[noreturn]] void arrival_goes_back(std::uint64_t absolute_ns, std::size_t column) const;
@@ -146,8 +182,12 @@ public:
     // `trace_path` may be empty (the explicit list alone); `requests` must outlive the stream.
     ArrivalStream(const std::string& trace_path, const TraceOptions& options, const std::vector<TraceRecord>& requests);
     bool next(TraceRecord& out);  // false after the last request of both
+    // The trace's id-count warning (id_count_warning), complete once next() returned false.
+    std::string id_count_warning() const;
 
 private:
+    std::string trace_path_;
+    IdCountMismatches mismatches_;  // the reader's, kept when it is closed at the trace's end
     std::unique_ptr<TraceReader> reader_;
     std::optional<TraceRecord> pending_;
     const std::vector<TraceRecord>& requests_;

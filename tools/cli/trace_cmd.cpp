@@ -25,6 +25,7 @@ struct InputFlags {
     std::uint32_t block_tokens = 0;
     std::uint64_t seed = 1;
     std::uint64_t limit = 0;
+    std::string id_count = "trust-length";
 };
 
 // Written Mooncake JSONL at another block size than Mooncake's is read back as generic JSONL.
@@ -43,6 +44,10 @@ void add_reading_flags(CLI::App* cmd, InputFlags& flags) {
         ->check(CLI::Range(1u, sim::kBlockTokensMax));
     cmd->add_option("--seed", flags.seed, "Seed of the Azure prefix-sharing model (synth: also of the generator)");
     cmd->add_option("--limit", flags.limit, "Read only the first N requests (0: all)");
+    cmd->add_option("--hash-id-count", flags.id_count,
+                    "jsonl and mooncake: a line whose hash_ids count is not ceil(input_length / block size): "
+                    "trust-length (default), keep-ids or strict (refuse it)")
+        ->check(CLI::IsMember({"trust-length", "keep-ids", "strict"}));
 }
 
 sim::TraceOptions trace_options(const InputFlags& flags) {
@@ -52,7 +57,14 @@ sim::TraceOptions trace_options(const InputFlags& flags) {
     if (flags.block_tokens != 0) options.block_tokens = flags.block_tokens;
     options.seed = flags.seed;
     options.limit = flags.limit;
+    options.id_count = sim::parse_id_count_rule(flags.id_count);
     return options;
+}
+
+// On stderr, so that --json and written traces stay clean.
+void warn_id_counts(const std::string& path, const sim::IdCountMismatches& mismatches) {
+    if (const std::string text = sim::id_count_warning(path, mismatches); !text.empty())
+        std::fprintf(stderr, "warning: %s\n", text.c_str());
 }
 
 nlohmann::json stats_json(const sim::TraceStats& s, const sim::TraceOptions& options) {
@@ -60,7 +72,10 @@ nlohmann::json stats_json(const sim::TraceStats& s, const sim::TraceOptions& opt
             {"span_s", s.span_s},
             {"input_tokens", s.input_tokens},
             {"output_tokens", s.output_tokens},
-            {"unique_blocks", s.unique_blocks},
+            {"unique_prefixes", s.unique_prefixes},
+            {"unique_ids", s.unique_ids},
+            {"hash_id_count", sim::id_count_rule_name(options.id_count)},
+            {"hash_id_count_mismatches", s.id_counts.lines},
             {"reuse_ratio", s.reuse_ratio},
             {"format", sim::trace_format_name(options.format)},
             {"block_tokens", s.block_tokens},
@@ -97,8 +112,9 @@ void print_stats(const sim::TraceStats& s, const InputFlags& flags, const sim::T
     std::printf("arrival gaps   mean %.1f ms, p50 %.1f ms, p99 %.1f ms\n", s.arrival_gap_ns.mean() / 1e6,
                 static_cast<double>(s.arrival_gap_ns.quantile(0.5)) / 1e6,
                 static_cast<double>(s.arrival_gap_ns.quantile(0.99)) / 1e6);
-    std::printf("blocks         %llu references, %llu unique\n", static_cast<unsigned long long>(s.block_references),
-                static_cast<unsigned long long>(s.unique_blocks));
+    std::printf("blocks         %llu references, %llu unique prefixes (chained ids 0..i), %llu unique ids\n",
+                static_cast<unsigned long long>(s.block_references), static_cast<unsigned long long>(s.unique_prefixes),
+                static_cast<unsigned long long>(s.unique_ids));
     std::printf("reuse_ratio    %.4f (%.1f%% of block references repeat an earlier block)\n", s.reuse_ratio,
                 100.0 * s.reuse_ratio);
     std::printf("sharing        fresh %llu, continuing %llu, branching %llu\n",
@@ -119,6 +135,7 @@ void register_stats(CLI::App& trace, Common& common) {
     cmd->callback([flags, json, &common] {
         const sim::TraceOptions options = trace_options(*flags);
         const sim::TraceStats stats = sim::compute_trace_stats(flags->path, options);
+        warn_id_counts(flags->path, stats.id_counts);
         if (*json)
             std::cout << stats_json(stats, options).dump(2) << "\n";
         else
@@ -146,6 +163,7 @@ void register_synth(CLI::App& trace, Common& common) {
     cmd->callback([flags, requests, out_block_tokens, out, &common] {
         const sim::TraceOptions options = trace_options(*flags);
         const sim::TraceStats fitted = sim::compute_trace_stats(flags->path, options);
+        warn_id_counts(flags->path, fitted.id_counts);
         sim::TraceSynthesizer synthesizer(fitted, {.seed = flags->seed, .block_tokens = *out_block_tokens});
         sim::TraceWriter writer(*out, flags->path);
         sim::TraceRecord record;
@@ -182,6 +200,7 @@ void register_convert(CLI::App& trace, Common& common) {
             ++count;
         }
         writer.finish();
+        warn_id_counts(flags->path, reader->id_count_mismatches());
         std::fprintf(stderr, "kvcheck trace convert: %llu requests from %s%s%s (%u-token blocks%s)\n",
                      static_cast<unsigned long long>(count), flags->path.c_str(), out->empty() ? "" : " -> ",
                      out->c_str(), options.block_tokens, read_back_note(options.block_tokens).c_str());
