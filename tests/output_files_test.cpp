@@ -321,6 +321,9 @@ TEST(CommonFlags, EveryCommandTakesVersion) {
     const Cli top = kvcheck("--version");
     ASSERT_EQ(top.code, 0) << top.output;
     ASSERT_EQ(top.output.rfind("kvcheck ", 0), 0u) << top.output;
+    // The commit it was built from: 12 hex digits (marked -dirty for edited sources), or unknown outside git.
+    EXPECT_TRUE(std::regex_search(top.output, std::regex(R"(^kvcheck [0-9.]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n$)")))
+        << top.output;
     for (const char* command :
          {"run", "compare", "validate", "check", "fuzz", "merge", "mutants", "report", "presets", "policies", "replay",
           "trace", "trace stats", "trace synth", "trace convert", "bench"}) {

@@ -107,8 +107,8 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             ASSERT_TRUE(samples.emplace(line.substr(0, space), std::stod(line.substr(space + 1))).second)
                 << "repeated: " << line;
         }
-        const std::string label =
-            "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"" + policy + "\"";
+        const std::string label = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"" + policy +
+                                  "\",seed=\"" + std::to_string(report["seed"].get<std::uint64_t>()) + "\"";
         const auto sample = [&](const std::string& name, const std::string& extra = "") {
             const auto it = samples.find("kvcheck_" + name + "{" + label + extra + "}");
             return it == samples.end() ? -1.0 : it->second;
@@ -125,7 +125,8 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
                                                               {"admission_refusals_total", "admission_refusals"},
                                                               {"graph_recaptures_total", "graph_recaptures"},
                                                               {"prompt_tokens_total", "prompt_tokens"},
-                                                              {"hit_tokens_total", "hit_tokens"},
+                                                              {"prefix_cache_queries_total", "prompt_tokens"},
+                                                              {"prefix_cache_hits_total", "hit_tokens"},
                                                               {"recomputed_tokens_total", "recomputed_tokens"},
                                                               {"trimmed_tokens_total", "trimmed_tokens"}})
             EXPECT_EQ(sample(metric), report[key].get<double>()) << metric;
@@ -144,9 +145,32 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             EXPECT_EQ(sample("reused_tokens_total", ",source=\"" + source + "\""), tokens.get<double>()) << source;
         EXPECT_EQ(prom.find("kvcheck_warning{"), std::string::npos) << "the quickstart raises no warning";
         EXPECT_EQ(sample("io_waits_total"), report["io_wait_ms"]["waits"].get<double>());
-        EXPECT_EQ(sample("io_wait_p99_ms"), report["io_wait_ms"]["p99"].get<double>());
-        EXPECT_EQ(sample("ttft_p50_ms"), report["ttft_ms"]["p50"].get<double>());
-        EXPECT_EQ(sample("ttft_p99_ms"), report["ttft_ms"]["p99"].get<double>());
+        // The latency histograms count every value: +Inf holds them all, and a bucket at or above the
+        // nearest-rank p99 holds at least 99 % of them, one below p50 fewer than half.
+        for (const auto& [metric, key] : {std::pair{"time_to_first_token_seconds", "ttft_ms"},
+                                          std::pair{"io_wait_seconds", "io_wait_ms"}}) {
+            const double count = sample(std::string(metric) + "_count");
+            EXPECT_GE(count, std::string(key) == "ttft_ms" ? 1 : 0) << metric;
+            EXPECT_EQ(sample(std::string(metric) + "_bucket", ",le=\"+Inf\""), count) << metric;
+            if (std::string(key) == "io_wait_ms") {
+                EXPECT_EQ(count, report[key]["waits"].get<double>());
+            }
+            double below_p50 = -1;
+            double above_p99 = -1;
+            for (const auto& [name, value] : samples) {
+                const std::size_t le = name.find(",le=\"");
+                if (!name.starts_with("kvcheck_" + std::string(metric) + "_bucket{" + label) || le == std::string::npos ||
+                    name.find("+Inf") != std::string::npos)
+                    continue;
+                const double bound_ms = std::stod(name.substr(le + 5)) * 1000;
+                if (bound_ms < report[key]["p50"].get<double>()) below_p50 = std::max(below_p50, value);
+                if (bound_ms >= report[key]["p99"].get<double>()) above_p99 = above_p99 < 0 ? value : std::min(above_p99, value);
+            }
+            EXPECT_LT(below_p50, count / 2) << metric;
+            if (above_p99 >= 0) {
+                EXPECT_GE(above_p99, 0.99 * count) << metric;
+            }
+        }
         ASSERT_EQ(report["invariant_violations"].size(), kvcheck::model::invariant_catalogue().size());
         for (const auto& [name, count] : report["invariant_violations"].items())
             EXPECT_EQ(sample("invariant_violations_total", ",invariant=\"" + name + "\""), count.get<double>()) << name;
@@ -186,11 +210,11 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
         for (std::size_t b = 0; b < bounds.size(); ++b) {
             if (b < ranges.size()) reads += buckets.at(ranges[b]).get<std::uint64_t>();
             const std::string line = "kvcheck_request_reuse_ratio_bucket{scenario=\"quickstart\",policy=\"" + policy +
-                                     "\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
+                                     "\",seed=\"1\",le=\"" + bounds[b] + "\"} " + std::to_string(reads) + "\n";
             EXPECT_NE(prom.find(line), std::string::npos) << line;
         }
         EXPECT_EQ(reads, report["requests"].get<std::uint64_t>());
-        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy + "\"} " +
+        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy + "\",seed=\"1\"} " +
                             std::to_string(reads) + "\n"),
                   std::string::npos);
         reports[policy] = report;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -191,8 +192,16 @@ TEST_P(ScenarioFile, EveryExpectationHoldsUnderThePolicy) {
             EXPECT_TRUE(run.policies.contains(policy)) << policy << " missing\n" << run.outcome.all();
         return;
     }
-    const Outcome o = kvcheck({"run", repo_path(c.file), "--policy", c.policy, "--quiet"});
+    const fs::path out = scratch("prom-" + case_name(testing::TestParamInfo<Case>(c, 0)));
+    const Outcome o = kvcheck({"run", repo_path(c.file), "--policy", c.policy, "--quiet", "--out", out.string()});
     EXPECT_EQ(o.code, 0) << o.all();
+    // And its metrics.prom passes Prometheus' own lint where promtool is installed (tools/setup test).
+    if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+        const std::string lint = (out / "promtool.txt").string();
+        const int status = std::system(
+            ("promtool check metrics < " + (out / "metrics.prom").string() + " > " + lint + " 2>&1").c_str());
+        EXPECT_EQ(status, 0) << read_text(lint);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioFile, testing::ValuesIn(all_cases()), case_name);
@@ -391,6 +400,13 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     EXPECT_LE(report["io_wait_ms"]["p99"].get<double>(), 4.0);
     EXPECT_GT(report["load_waits_stopped"].get<int>(), 0);
     EXPECT_EQ(report["overrides"], nlohmann::json(sets)) << "the report names the values its run replaced";
+    // So do its metrics, in a label on every series: a sweep's runs do not write the same series.
+    const std::string prom = read_text(out / "metrics.prom");
+    const std::string label = "seed=\"1\",set=\"/expect/sticky-lookup={\\\"holds\\\": [\\\"OR1_ground_truth\\\"]} "
+                              "/compute/max_load_wait_us=4000\"";
+    EXPECT_NE(prom.find("kvcheck_lookups_total{scenario=\"storage-load-wait-cap\",policy=\"sticky-lookup\"," + label + "}"),
+              std::string::npos)
+        << prom.substr(0, 600);
     const fs::path page = scratch("set-run-page") / "report.html";
     ASSERT_EQ(kvcheck({"report", out.string(), "-o", page.string()}).code, 0);
     EXPECT_NE(read_text(page).find("--set /compute/max_load_wait_us=4000"), std::string::npos);

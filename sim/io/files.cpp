@@ -214,7 +214,7 @@ OutputLock::OutputLock(const std::string& path) {
     const std::string folder = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
     std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a: a stable name for the folder's lock
     for (const char c : folder) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    char name[32];
+    char name[40];  // "kvcheck-out-" + 16 hex digits + ".lock" + NUL
     std::snprintf(name, sizeof name, "kvcheck-out-%016llx.lock", static_cast<unsigned long long>(hash));
     const std::string lock = (fs::temp_directory_path(ec) / name).string();
     fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);

@@ -2,24 +2,41 @@
 #include "sim/report/metrics.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
 
 #include "model/invariants.hpp"
+#include "sim/io/version.hpp"
 
 namespace kvcheck::sim {
 
 double Percentiles::at(double fraction) const {
     if (values_us_.empty()) return 0;
-    if (!sorted_) {
-        std::sort(values_us_.begin(), values_us_.end());
-        sorted_ = true;
-    }
+    sort();
     const auto n = values_us_.size();
     auto rank = static_cast<std::size_t>(fraction * static_cast<double>(n) + 0.999999);
     rank = std::clamp<std::size_t>(rank, 1, n);
     return static_cast<double>(values_us_[rank - 1]) / 1000.0;
+}
+
+std::uint64_t Percentiles::at_most_us(std::uint64_t bound_us) const {
+    sort();
+    return static_cast<std::uint64_t>(std::upper_bound(values_us_.begin(), values_us_.end(), bound_us) -
+                                      values_us_.begin());
+}
+
+double Percentiles::sum_s() const {
+    std::uint64_t sum_us = 0;
+    for (const std::uint32_t v : values_us_) sum_us += v;
+    return static_cast<double>(sum_us) / 1e6;
+}
+
+void Percentiles::sort() const {
+    if (sorted_) return;
+    std::sort(values_us_.begin(), values_us_.end());
+    sorted_ = true;
 }
 
 void Series::offer(std::uint64_t now_ns, const SeriesPoint& point) {
@@ -234,6 +251,7 @@ std::vector<RunWarning> run_warnings(const Metrics& m) {
         out.push_back({"event_bound", "the run stopped at limits.max_events after " + counted(m.events, "event") +
                                           "; its figures cover only the " + counted(m.requests, "request") +
                                           " that arrived by then"});
+    if (!m.trace_id_count_warning.empty()) out.push_back({"trace_hash_ids", m.trace_id_count_warning});
     if (!m.unfired_faults.empty()) {
         std::string entries;
         for (const std::string& f : m.unfired_faults) entries += (entries.empty() ? "" : ", ") + f;
@@ -385,12 +403,23 @@ std::string label_value(const std::string& text) {
 
 }  // namespace
 
+// vLLM's time_to_first_token_seconds buckets, so that a dashboard's panels carry over.
+constexpr std::array<double, 22> kTtftBoundsS{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                                              1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+// Loads take tens of µs to seconds: a 1-2.5-5 series over that span.
+constexpr std::array<double, 15> kIoWaitBoundsS{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                0.005,   0.01,     0.025,   0.05,   0.1,     1.0,    10.0};
+
 std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     std::ostringstream out;
     // Every sample names its run, so that the files of a suite's runs can sit side by side in one
     // textfile collector's folder without two series colliding.
-    const std::string policy =
-        "scenario=\"" + label_value(info.scenario) + "\",policy=\"" + label_value(info.policy) + "\"";
+    // The seed and the --set overrides name it too, so that a sweep's runs write distinct series.
+    std::string overrides;
+    for (const std::string& o : info.overrides) overrides += (overrides.empty() ? "" : " ") + o;
+    const std::string policy = "scenario=\"" + label_value(info.scenario) + "\",policy=\"" +
+                               label_value(info.policy) + "\",seed=\"" + std::to_string(info.seed) + "\"" +
+                               (overrides.empty() ? "" : ",set=\"" + label_value(overrides) + "\"");
     auto counter = [&](const char* name, const char* help, std::uint64_t value) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " counter\n";
         out << "kvcheck_" << name << "{" << policy << "} " << value << "\n";
@@ -399,6 +428,17 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " gauge\n";
         out << "kvcheck_" << name << "{" << policy << "} " << shortest(value) << "\n";
     };
+    // A histogram of times kept in µs; bounds in seconds, each a whole number of µs.
+    auto seconds_histogram = [&](const char* name, const char* help, const Percentiles& values,
+                                 const auto& bounds_s) {
+        out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " histogram\n";
+        for (const double bound : bounds_s)
+            out << "kvcheck_" << name << "_bucket{" << policy << ",le=\"" << shortest(bound) << "\"} "
+                << values.at_most_us(static_cast<std::uint64_t>(bound * 1e6 + 0.5)) << "\n";
+        out << "kvcheck_" << name << "_bucket{" << policy << ",le=\"+Inf\"} " << values.count() << "\n";
+        out << "kvcheck_" << name << "_sum{" << policy << "} " << shortest(values.sum_s()) << "\n";
+        out << "kvcheck_" << name << "_count{" << policy << "} " << values.count() << "\n";
+    };
     counter("lookups_total", "Requests looked up in the prefix cache.", m.lookups);
     counter("hits_total", "Lookups with a prefix hash hit.", m.hits);
     counter("post_hit_fallbacks_total", "Hits that failed validation and fell back to recompute.",
@@ -406,7 +446,10 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     gauge("hit_rate", "Hits over lookups.", m.hit_rate());
     gauge("post_hit_fallback_rate", "Post-hit fallbacks over hits.", m.fallback_rate());
     counter("prompt_tokens_total", "Prompt tokens of the first lookups.", m.prompt_tokens);
-    counter("hit_tokens_total", "Prompt tokens a plain prefix-hash lookup reported cached.", m.hit_tokens);
+    // vLLM's token-based prefix-cache counters (vllm:prefix_cache_queries, vllm:prefix_cache_hits).
+    counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache (first lookups).",
+            m.prompt_tokens);
+    counter("prefix_cache_hits_total", "Prompt tokens a plain prefix-hash lookup reported cached.", m.hit_tokens);
     gauge("token_hit_rate", "Hit tokens over prompt tokens.", share(m.hit_tokens, m.prompt_tokens));
     gauge("token_reuse_rate", "Reused tokens over prompt tokens.", share(m.reused_tokens, m.prompt_tokens));
     out << "# HELP kvcheck_reused_tokens_total Tokens read from cache, by where they were when the request looked up.\n"
@@ -490,8 +533,8 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
             m.admission_refusals);
     counter("graph_recaptures_total", "Decode-graph recaptures forced by a moved address (RL4).", m.recaptures);
     counter("io_waits_total", "Waits of a request for its loads.", m.io_wait.count());
-    gauge("io_wait_p50_ms", "Median wait for loads (ms).", m.io_wait.at(0.5));
-    gauge("io_wait_p99_ms", "99th percentile wait for loads (ms).", m.io_wait.at(0.99));
+    seconds_histogram("io_wait_seconds", "Waits of requests for their loads from host or disk.", m.io_wait,
+                      kIoWaitBoundsS);
     // Entry ages on decade buckets, 1 ms to 10,000 s (bounds of DurationHistogram, so exact).
     static constexpr std::array<const char*, 3> kAgeHelp{
         "Time entries stayed on the GPU, from arrival (written or loaded) to eviction or offload, per form.",
@@ -523,8 +566,10 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
            "# TYPE kvcheck_warning gauge\n";
     for (const RunWarning& w : run_warnings(m))
         out << "kvcheck_warning{" << policy << ",code=\"" << w.code << "\"} 1\n";
-    gauge("ttft_p50_ms", "Median time to first token (ms).", m.ttft.at(0.5));
-    gauge("ttft_p99_ms", "99th percentile time to first token (ms).", m.ttft.at(0.99));
+    seconds_histogram("time_to_first_token_seconds", "Time to first token.", m.ttft, kTtftBoundsS);
+    out << "# HELP kvcheck_run_info The kvcheck that wrote this file; always 1.\n# TYPE kvcheck_run_info gauge\n"
+        << "kvcheck_run_info{" << policy << ",version=\"" << kvcheck_version() << "\",commit=\"" << kvcheck_commit()
+        << "\"} 1\n";
     return out.str();
 }
 

@@ -41,13 +41,17 @@ class Percentiles {
 public:
     // Times are never negative, so adding 0.5 and truncating rounds half up, as it always has here.
     void add(double value_ms) {
+        sorted_ = false;
         values_us_.push_back(
             static_cast<std::uint32_t>(value_ms * 1000.0 + 0.5));  // NOLINT(bugprone-incorrect-roundings)
     }
     double at(double fraction) const;  // nearest-rank, in ms; 0 when empty
     std::size_t count() const { return values_us_.size(); }
+    std::uint64_t at_most_us(std::uint64_t bound_us) const;  // values of at most bound_us (histogram buckets)
+    double sum_s() const;                                     // the sum of all values, in seconds
 
 private:
+    void sort() const;
     mutable std::vector<std::uint32_t> values_us_;
     mutable bool sorted_ = false;
 };
@@ -148,6 +152,7 @@ struct Metrics {
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
+    std::string trace_id_count_warning;       // the trace's hash_ids counts that disagreed (id_count_warning)
     std::vector<std::string> unfired_faults;  // scheduled or aimed fault entries that never fired, as /faults/N (...)
     std::optional<SessionCounts> sessions;    // only in runs with sessions
     std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1

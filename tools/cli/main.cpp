@@ -16,6 +16,7 @@
 #include <malloc.h>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/version.hpp"
 #include "sim/run/suite.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -159,7 +160,7 @@ constexpr int kInternalError = 3;
 int main(int argc, char** argv) {
     keep_freed_memory();
     CLI::App app{"kvcheck: simulator and model checker for hybrid-attention prefix/KV cache managers"};
-    app.set_version_flag("--version", std::string("kvcheck ") + KVCHECK_VERSION);
+    app.set_version_flag("--version", kvcheck::sim::kvcheck_version_line());
     app.require_subcommand(1);
     kvcheck::cli::Common common;
     kvcheck::cli::register_run(app, common);
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
     // `--version` is a common flag: every command takes it, as the top level does.
     const std::function<void(CLI::App*)> versioned = [&](CLI::App* cmd) {
         for (CLI::App* sub : cmd->get_subcommands({})) {
-            sub->set_version_flag("--version", std::string("kvcheck ") + KVCHECK_VERSION);
+            sub->set_version_flag("--version", kvcheck::sim::kvcheck_version_line());
             versioned(sub);
         }
     };
