@@ -91,7 +91,10 @@ inline Outcome kvcheck(const std::vector<std::string>& args) {
         if (out_fd < 0 || err_fd < 0 || ::chdir(cwd.c_str()) != 0) ::_exit(126);
         ::dup2(out_fd, 1);
         ::dup2(err_fd, 2);
-        ::execv(argv[0], argv.data());
+        // Started as a shell finds it on the PATH (argv[0] "kvcheck"), so that printed reproduce
+        // lines begin "kvcheck ..." whatever the build folder (sim::kvcheck_command).
+        argv[0] = const_cast<char*>("kvcheck");
+        ::execv(kBinary.c_str(), argv.data());
         ::_exit(127);
     }
     if (pid < 0) return o;

@@ -36,11 +36,14 @@ TEST_F(OutputSafety, StaleResultsAreRemoved) {
     // found after the resume lands in the folder and the finished run removes the checkpoint.
     const Cli stopped = kvcheck("check --scope small --policy no-pin --max-states 3000 --quiet --out " + at("k"));
     ASSERT_EQ(stopped.code, 0) << stopped.output;
-    std::smatch line;
-    ASSERT_TRUE(std::regex_search(stopped.output, line, std::regex("continue with: kvcheck ([^\n]*)")))
-        << stopped.output;
-    EXPECT_NE(line[1].str().find("--out "), std::string::npos) << line[1];
-    EXPECT_EQ(kvcheck(line[1].str() + " --quiet").code, 1);
+    // Started by its path, kvcheck names that path in the lines it prints.
+    const std::string marker = "continue with: " + std::string(KVCHECK_BINARY) + " ";
+    const std::size_t from = stopped.output.find(marker);
+    ASSERT_NE(from, std::string::npos) << stopped.output;
+    const std::size_t start = from + marker.size();
+    const std::string line = stopped.output.substr(start, stopped.output.find('\n', start) - start);
+    EXPECT_NE(line.find("--out "), std::string::npos) << line;
+    EXPECT_EQ(kvcheck(line + " --quiet").code, 1);
     EXPECT_TRUE(fs::exists(at("k/counterexample.json")));
     EXPECT_FALSE(fs::exists(at("k/check.checkpoint")));
 
@@ -290,7 +293,7 @@ TEST_F(OutputSafety, CheckNeverWritesOrRemovesAFileThatIsNotItsCheckpoint) {
 // `*.json` entry that is no regular file is an error, not a scenario skipped in silence.
 TEST_F(OutputSafety, FailedRunsLeaveNoSchedulesAndSuitesSkipNothing) {
     std::string trace = slurp(std::string(KVCHECK_SOURCE_DIR) + "/traces/synth/toy.jsonl");
-    trace += "{\"timestamp\": 99999999, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+    trace += "{\"timestamp\": 99999999, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1, -2]}\n";
     std::ofstream(at("late-bad.jsonl")) << trace;
     const nlohmann::json scenario = {
         {"model", "toy"}, {"workload", {{"trace", "late-bad.jsonl"}, {"format", "jsonl"}, {"block_size", 16}}}};
@@ -322,7 +325,8 @@ TEST(CommonFlags, EveryCommandTakesVersion) {
     ASSERT_EQ(top.code, 0) << top.output;
     ASSERT_EQ(top.output.rfind("kvcheck ", 0), 0u) << top.output;
     // The commit it was built from: 12 hex digits (marked -dirty for edited sources), or unknown outside git.
-    EXPECT_TRUE(std::regex_search(top.output, std::regex(R"(^kvcheck [0-9.]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n$)")))
+    EXPECT_TRUE(
+        std::regex_search(top.output, std::regex(R"(^kvcheck [0-9.]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n$)")))
         << top.output;
     for (const char* command :
          {"run", "compare", "validate", "check", "fuzz", "merge", "mutants", "report", "presets", "policies", "replay",

@@ -52,6 +52,14 @@ std::string reproduce_line(const std::string& output) {
     return std::regex_search(output, m, kLine) ? m[1].str() : "";
 }
 
+// A printed command line without the binary that starts it: kvcheck run by its path (as these
+// tests run it) names that path, so what follows is the command's arguments.
+inline std::string after_binary(const std::string& line) {
+    const std::string binary = std::string(KVCHECK_BINARY) + " ";
+    EXPECT_EQ(line.rfind(binary, 0), 0u) << line;
+    return line.rfind(binary, 0) == 0 ? line.substr(binary.size()) : line;
+}
+
 class OutputSafety : public ::testing::Test {
 protected:
     void SetUp() override {

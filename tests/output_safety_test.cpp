@@ -58,8 +58,7 @@ TEST_F(OutputSafety, FuzzReproduceLineFindsTheSameWalk) {
     ASSERT_EQ(found.code, 1) << found.output;
     const std::string again = reproduce_line(found.output);
     ASSERT_NE(again.find("--depth 20"), std::string::npos) << again;
-    ASSERT_EQ(again.rfind("kvcheck ", 0), 0u) << again;
-    const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
+    const Cli reproduced = kvcheck(after_binary(again) + " --quiet");
     EXPECT_EQ(reproduced.code, 1) << reproduced.output;
     std::smatch first;
     ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+")))
@@ -92,8 +91,8 @@ TEST_F(OutputSafety, MergeReportsTheViolationsAndHowToReproduceThem) {
     EXPECT_NE(merged.output.find(listed), std::string::npos) << merged.output;
     EXPECT_LT(merged.output.find(listed), merged.output.find("\nreproduce: ")) << merged.output;
     const std::string again = reproduce_line(merged.output);
-    ASSERT_EQ(again.rfind("kvcheck fuzz ", 0), 0u) << merged.output;
-    const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
+    ASSERT_EQ(after_binary(again).rfind("fuzz ", 0), 0u) << merged.output;
+    const Cli reproduced = kvcheck(after_binary(again) + " --quiet");
     EXPECT_EQ(reproduced.code, 1) << reproduced.output;
     EXPECT_NE(reproduced.output.find(listed), std::string::npos) << again << "\n" << reproduced.output;
 }
@@ -133,7 +132,7 @@ TEST_F(OutputSafety, FuzzReproduceLineNamesTheModel) {
     EXPECT_NE(found.output.find("policy=no-swa-expiry model=gemma3-27b "), std::string::npos) << found.output;
     const std::string again = reproduce_line(found.output);
     ASSERT_NE(again.find(" --model gemma3-27b "), std::string::npos) << again;
-    const Cli reproduced = kvcheck(again.substr(8) + " --quiet");
+    const Cli reproduced = kvcheck(after_binary(again) + " --quiet");
     EXPECT_EQ(reproduced.code, 1) << reproduced.output;
     std::smatch first;
     ASSERT_TRUE(std::regex_search(found.output, first, std::regex("walk [0-9]+ violates [A-Za-z0-9_]+")))
@@ -151,8 +150,9 @@ TEST_F(OutputSafety, RunReproduceLineIsShellQuoted) {
         shell("cd " + dir_.string() + " && \"$KVCHECK\" run \"" + scenario + "\" --policy no-pin --quiet");
     ASSERT_EQ(failed.code, 1) << failed.output;
     const std::string again = reproduce_line(failed.output);
-    ASSERT_EQ(again.rfind("kvcheck run '", 0), 0u) << again;
-    const Cli reproduced = shell("cd " + dir_.string() + " && \"$KVCHECK\"" + again.substr(7) + " --quiet");
+    // It names the binary as it was started, so the line pastes into that shell as it is.
+    ASSERT_EQ(again.rfind(std::string(KVCHECK_BINARY) + " run '", 0), 0u) << again;
+    const Cli reproduced = shell("cd " + dir_.string() + " && " + again + " --quiet");
     EXPECT_EQ(reproduced.code, 1) << reproduced.output;
     EXPECT_EQ(reproduce_line(reproduced.output), again);
 }
@@ -198,7 +198,8 @@ TEST_F(OutputSafety, FindingsArePrintedWhenTheWriteFails) {
         shell("trap '' XFSZ; ulimit -f 4; \"$KVCHECK\" fuzz --policy naive --keep-going --walks 200 --out " +
               at("full") + " 2>&1 | cat");
     EXPECT_NE(full.output.find("walks=200 "), std::string::npos) << full.output.substr(0, 400);
-    EXPECT_NE(full.output.find("\nreproduce: kvcheck fuzz --policy naive"), std::string::npos);
+    EXPECT_NE(full.output.find("\nreproduce: " + std::string(KVCHECK_BINARY) + " fuzz --policy naive"),
+              std::string::npos);
     EXPECT_NE(full.output.find("kvcheck: " + at("full") + "/fuzz.json: write failed"), std::string::npos)
         << full.output.substr(full.output.size() - std::min<std::size_t>(full.output.size(), 400));
     const Cli code =
@@ -237,13 +238,13 @@ TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {
     const Cli replay = kvcheck("replay " + at("flipped.json"));
     EXPECT_EQ(replay.code, 1) << replay.output;
     ASSERT_NE(reproduce_line(replay.output), "") << replay.output;
-    EXPECT_EQ(kvcheck(reproduce_line(replay.output).substr(std::string("kvcheck ").size())).code, 1);
+    EXPECT_EQ(kvcheck(after_binary(reproduce_line(replay.output))).code, 1);
 
     // no-lcm escapes the small scope (docs/checker.md).
     const Cli mutants = kvcheck("mutants --scope small --policy no-lcm --max-seconds 60 --quiet");
     EXPECT_EQ(mutants.code, 1) << mutants.output;
     ASSERT_NE(reproduce_line(mutants.output), "") << mutants.output;
-    EXPECT_EQ(kvcheck(reproduce_line(mutants.output).substr(std::string("kvcheck ").size()) + " --quiet").code, 1);
+    EXPECT_EQ(kvcheck(after_binary(reproduce_line(mutants.output)) + " --quiet").code, 1);
 
     // compare judges a policy without an expectation strictly, as run does.
     const nlohmann::json requests = nlohmann::json::parse(R"([
@@ -261,9 +262,10 @@ TEST_F(OutputSafety, FailuresPrintTheirReproduceLine) {
     EXPECT_EQ(compare.code, 1) << compare.output;
     EXPECT_NE(compare.output.find("FAIL naive: "), std::string::npos) << compare.output;
     EXPECT_EQ(compare.output.find("FAIL validated"), std::string::npos) << compare.output;
-    EXPECT_EQ(reproduce_line(compare.output), "kvcheck run " + at("f6.json") + " --policy naive --seed 3")
+    const std::string binary = std::string(KVCHECK_BINARY) + " ";
+    EXPECT_EQ(reproduce_line(compare.output), binary + "run " + at("f6.json") + " --policy naive --seed 3")
         << compare.output;
-    EXPECT_EQ(kvcheck(reproduce_line(compare.output).substr(std::string("kvcheck ").size()) + " --quiet").code, 1);
+    EXPECT_EQ(kvcheck(reproduce_line(compare.output).substr(binary.size()) + " --quiet").code, 1);
 }
 
 }  // namespace
@@ -312,8 +314,8 @@ TEST_F(OutputSafety, OneWriterPerOutputFolder) {
     const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
     {
         const kvcheck::sim::OutputLock held(at("busy"));
-        for (const std::string command : {"run " + toy, "compare " + toy + " --policies validated,naive",
-                                          std::string("fuzz --walks 10"), std::string("check --scope small")}) {
+        for (const std::string& command : {"run " + toy, "compare " + toy + " --policies validated,naive",
+                                           std::string("fuzz --walks 10"), std::string("check --scope small")}) {
             const Cli refused = kvcheck(command + " --quiet --out " + at("busy"));
             EXPECT_EQ(refused.code, 2) << command << "\n" << refused.output;
             EXPECT_NE(refused.output.find(at("busy") + ": another kvcheck (PID " + std::to_string(::getpid()) +

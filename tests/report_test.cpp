@@ -147,8 +147,8 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
         EXPECT_EQ(sample("io_waits_total"), report["io_wait_ms"]["waits"].get<double>());
         // The latency histograms count every value: +Inf holds them all, and a bucket at or above the
         // nearest-rank p99 holds at least 99 % of them, one below p50 fewer than half.
-        for (const auto& [metric, key] : {std::pair{"time_to_first_token_seconds", "ttft_ms"},
-                                          std::pair{"io_wait_seconds", "io_wait_ms"}}) {
+        for (const auto& [metric, key] :
+             {std::pair{"time_to_first_token_seconds", "ttft_ms"}, std::pair{"io_wait_seconds", "io_wait_ms"}}) {
             const double count = sample(std::string(metric) + "_count");
             EXPECT_GE(count, std::string(key) == "ttft_ms" ? 1 : 0) << metric;
             EXPECT_EQ(sample(std::string(metric) + "_bucket", ",le=\"+Inf\""), count) << metric;
@@ -159,12 +159,13 @@ TEST_F(ReportTest, MetricsPromAgreesWithReportJson) {
             double above_p99 = -1;
             for (const auto& [name, value] : samples) {
                 const std::size_t le = name.find(",le=\"");
-                if (!name.starts_with("kvcheck_" + std::string(metric) + "_bucket{" + label) || le == std::string::npos ||
-                    name.find("+Inf") != std::string::npos)
+                if (!name.starts_with("kvcheck_" + std::string(metric) + "_bucket{" + label) ||
+                    le == std::string::npos || name.find("+Inf") != std::string::npos)
                     continue;
                 const double bound_ms = std::stod(name.substr(le + 5)) * 1000;
                 if (bound_ms < report[key]["p50"].get<double>()) below_p50 = std::max(below_p50, value);
-                if (bound_ms >= report[key]["p99"].get<double>()) above_p99 = above_p99 < 0 ? value : std::min(above_p99, value);
+                if (bound_ms >= report[key]["p99"].get<double>())
+                    above_p99 = above_p99 < 0 ? value : std::min(above_p99, value);
             }
             EXPECT_LT(below_p50, count / 2) << metric;
             if (above_p99 >= 0) {
@@ -214,8 +215,8 @@ TEST_F(ReportTest, ReuseHistogramCountsEveryReadOnce) {
             EXPECT_NE(prom.find(line), std::string::npos) << line;
         }
         EXPECT_EQ(reads, report["requests"].get<std::uint64_t>());
-        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy + "\",seed=\"1\"} " +
-                            std::to_string(reads) + "\n"),
+        EXPECT_NE(prom.find("kvcheck_request_reuse_ratio_count{scenario=\"quickstart\",policy=\"" + policy +
+                            "\",seed=\"1\"} " + std::to_string(reads) + "\n"),
                   std::string::npos);
         reports[policy] = report;
     }

@@ -141,7 +141,8 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     const nlohmann::json report = nlohmann::json::parse(read_text(out / "report.json"));
     EXPECT_EQ(codes(report), std::vector<std::string>{"no_hits"});
     const std::string prom = read_text(out / "metrics.prom");
-    const std::string run = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"validated\"";
+    const std::string run = "scenario=\"" + report["scenario"].get<std::string>() + "\",policy=\"validated\",seed=\"" +
+                            std::to_string(report["seed"].get<std::uint64_t>()) + "\"";
     EXPECT_NE(prom.find("\nkvcheck_warning{" + run + ",code=\"no_hits\"} 1\n"), std::string::npos) << prom;
     EXPECT_EQ(std::regex_search(prom, std::regex("\nkvcheck_warning\\{[^}]*code=\"(nothing_resumed|little_resumed)\"")),
               false);
@@ -328,7 +329,7 @@ TEST(EntryAges, EveryDepartureCountsOnceAndPrometheusAgrees) {
 
     const std::string prom = read_text(out / "metrics.prom");
     const std::regex line(
-        R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{scenario="[^"]*",policy="validated",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
+        R"re(kvcheck_entry_(\w+)_seconds_(bucket|count)\{scenario="[^"]*",policy="validated",seed="\d+",form="(\w+)"(?:,le="([^"]+)")?\} (\d+))re");
     std::map<std::string, std::uint64_t> last_bucket, count, inf;
     std::istringstream lines(prom);
     for (std::string l; std::getline(lines, l);) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -404,8 +404,9 @@ TEST(ScenarioSuite, SetReplacesValuesAndTheReproduceLineKeepsThem) {
     const std::string prom = read_text(out / "metrics.prom");
     const std::string label = "seed=\"1\",set=\"/expect/sticky-lookup={\\\"holds\\\": [\\\"OR1_ground_truth\\\"]} "
                               "/compute/max_load_wait_us=4000\"";
-    EXPECT_NE(prom.find("kvcheck_lookups_total{scenario=\"storage-load-wait-cap\",policy=\"sticky-lookup\"," + label + "}"),
-              std::string::npos)
+    EXPECT_NE(
+        prom.find("kvcheck_lookups_total{scenario=\"storage-load-wait-cap\",policy=\"sticky-lookup\"," + label + "}"),
+        std::string::npos)
         << prom.substr(0, 600);
     const fs::path page = scratch("set-run-page") / "report.html";
     ASSERT_EQ(kvcheck({"report", out.string(), "-o", page.string()}).code, 0);

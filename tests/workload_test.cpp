@@ -176,7 +176,7 @@ TEST_F(Workload, StatsOfHandMadeTrace) {
     EXPECT_EQ(s.input_tokens, 46u);
     EXPECT_EQ(s.output_tokens, 10u);
     EXPECT_EQ(s.block_references, 12u);
-    EXPECT_EQ(s.reused_blocks, 5u);  // [0,1] in request 2; [0,1,3] in request 4
+    EXPECT_EQ(s.reused_blocks, 5u);    // [0,1] in request 2; [0,1,3] in request 4
     EXPECT_EQ(s.unique_prefixes, 7u);  // [0] [0,1] [0,1,2] [0,1,3] [9] [9,1] [0,1,3,5]
     EXPECT_EQ(s.unique_ids, 6u);       // 0 1 2 3 5 9: id 1 after 9 is a new prefix, not a new id
     EXPECT_DOUBLE_EQ(s.reuse_ratio, 5.0 / 12.0);
@@ -380,7 +380,8 @@ TEST_F(Workload, TraceCommand) {
     ASSERT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats --json " + good + " >" + out + " 2>" + err), 0);
     nlohmann::json stats;
     std::ifstream(out) >> stats;
-    for (const char* key : {"requests", "span_s", "input_tokens", "output_tokens", "unique_prefixes", "unique_ids", "reuse_ratio"})
+    for (const char* key :
+         {"requests", "span_s", "input_tokens", "output_tokens", "unique_prefixes", "unique_ids", "reuse_ratio"})
         EXPECT_TRUE(stats.contains(key)) << key;
     EXPECT_EQ(stats["requests"], 1);
     EXPECT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats " + bad + " >" + out + " 2>" + err), 2);
@@ -415,8 +416,9 @@ TEST_F(Workload, SynthAndConvertSayHowToReadOtherBlockSizesBack) {
         // Read at Mooncake's 512 the id counts disagree: loaded with a warning, refused when strict.
         EXPECT_NE(stderr_of("trace stats " + written).find("hash_ids count other than ceil(input_length / 512)"),
                   std::string::npos);
-        EXPECT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats --hash-id-count strict " + written + " >/dev/null 2>&1"),
-                  2);
+        EXPECT_EQ(
+            run(std::string(KVCHECK_BINARY) + " trace stats --hash-id-count strict " + written + " >/dev/null 2>&1"),
+            2);
         EXPECT_EQ(run(std::string(KVCHECK_BINARY) + " trace stats --format jsonl --block-size 16 " + written +
                       " >/dev/null 2>&1"),
                   0);
@@ -474,8 +476,8 @@ TEST_F(Workload, TrustLengthKeepsLengthsAndNeverInventsReuse) {
     EXPECT_EQ(m.blocks_filled, 4u);
     EXPECT_EQ(m.first_lines, (std::vector<std::uint64_t>{1, 2, 5}));
     const std::string warning = id_count_warning(path, m);
-    for (const char* part : {"3 of 5 lines", "ceil(input_length / 4)", "1 with more ids, 2 with fewer", "lines 1, 2, 5)",
-                             "2 ids past the last block dropped, 4 blocks given ids of their own"})
+    for (const char* part : {"3 of 5 lines", "ceil(input_length / 4)", "1 with more ids, 2 with fewer",
+                             "lines 1, 2, 5)", "2 ids past the last block dropped, 4 blocks given ids of their own"})
         EXPECT_NE(warning.find(part), std::string::npos) << part << " in " << warning;
     EXPECT_EQ(warning.rfind(path + ": ", 0), 0u) << warning;
 
@@ -521,12 +523,14 @@ TEST_F(Workload, KeepIdsAndStrictRules) {
 TEST_F(Workload, RunWarnsOfDisagreeingIdCounts) {
     std::string trace;
     for (int i = 0; i < 20; ++i)
-        trace += "{\"timestamp\": " + std::to_string(i) + ", \"input_length\": 64, \"output_length\": 1, \"hash_ids\": [" +
+        trace += "{\"timestamp\": " + std::to_string(i) +
+                 ", \"input_length\": 64, \"output_length\": 1, \"hash_ids\": [" +
                  (i % 4 == 0 ? "1, 2, 3, 4" : "1, 2, 3") + "]}\n";  // 4 ids of 16 tokens on 5 lines, 3 on 15
     write("t.jsonl", trace);
     const auto scenario = [&](const std::string& rule) {
         return write("s-" + rule + ".json", R"({"model": "toy", "workload": {"trace": "t.jsonl", "format": "jsonl",
-                     "block_size": 16, "hash_id_count": ")" + rule + R"("}})");
+                     "block_size": 16, "hash_id_count": ")" +
+                                                rule + R"("}})");
     };
     const std::string out = (dir_ / "run").string();
     const std::string err = (dir_ / "err.txt").string();
@@ -540,8 +544,8 @@ TEST_F(Workload, RunWarnsOfDisagreeingIdCounts) {
         if (w["code"] == "trace_hash_ids") said = w["message"];
     EXPECT_NE(said.find("15 of 20 lines"), std::string::npos) << report.dump().substr(0, 400);
     EXPECT_NE(said.find("lines 2, 3, 4, 6, 7, ...)"), std::string::npos) << said;
-    EXPECT_EQ(run(std::string(KVCHECK_BINARY) + " run " + scenario("strict") + " --out " + out + " >/dev/null 2>" + err),
-              2);
+    EXPECT_EQ(
+        run(std::string(KVCHECK_BINARY) + " run " + scenario("strict") + " --out " + out + " >/dev/null 2>" + err), 2);
     std::ifstream in(err);
     const std::string message(std::istreambuf_iterator<char>(in), {});
     EXPECT_NE(message.find("t.jsonl:2:"), std::string::npos) << message;

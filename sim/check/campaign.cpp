@@ -182,7 +182,7 @@ std::string fuzz_reproduce(const nlohmann::json& campaign, std::uint64_t walk) {
     const std::string model = campaign.at("model").get<std::string>();
     const std::uint64_t shards = campaign.contains("shard") ? campaign.at("shard").at(1).get<std::uint64_t>()
                                                             : campaign.at("shards").at(0).at(1).get<std::uint64_t>();
-    return "kvcheck fuzz --policy " + shell_word(campaign.at("policy").get<std::string>()) +
+    return kvcheck_command() + " fuzz --policy " + shell_word(campaign.at("policy").get<std::string>()) +
            (model == "toy" ? "" : " --model " + model) + " --seed " +
            std::to_string(campaign.at("seed").get<std::uint64_t>()) + " --walks " + std::to_string(walk / shards + 1) +
            " --shard " + std::to_string(walk % shards) + "/" + std::to_string(shards) + " --depth " +

@@ -193,7 +193,7 @@ CheckOutcome run_check(CheckRequest a) {
         o.wrote_counterexample = true;
     } else if (r.counterexample) {
         // Either search order is fixed, so the same question finds the same counterexample.
-        o.reproduce = "kvcheck check --scope " + shell_word(a.scope) + " --policy " + shell_word(a.policy);
+        o.reproduce = kvcheck_command() + " check --scope " + shell_word(a.scope) + " --policy " + shell_word(a.policy);
         if (a.order != "bfs") o.reproduce += " --order " + shell_word(a.order);
         if (!a.target.empty()) o.reproduce += " --invariant " + shell_word(a.target);
         if (a.reduction != "none") o.reproduce += " --reduction " + shell_word(a.reduction);

@@ -98,8 +98,8 @@ MutationScore mutation_score(const MutationRequest& q, const std::function<void(
 std::string mutant_reproduce(const MutantRow& row, const MutationRequest& q) {
     char bound[64] = {};
     std::to_chars(bound, bound + sizeof bound - 1, q.max_seconds);  // the shortest form that reads back the same
-    return "kvcheck mutants --scope " + shell_word(row.scope) + " --policy " + shell_word(row.policy->name) +
-           " --max-seconds " + bound +
+    return kvcheck_command() + " mutants --scope " + shell_word(row.scope) + " --policy " +
+           shell_word(row.policy->name) + " --max-seconds " + bound +
            (q.reduction == Reduction::none ? "" : std::string(" --reduction ") + reduction_name(q.reduction)) +
            (q.order == Order::breadth_first ? "" : " --order dfs");
 }

@@ -13,4 +13,19 @@ std::string shell_word(const std::string& word) {
     return quoted + "'";
 }
 
+namespace {
+
+std::string& command_name() {
+    static std::string name = "kvcheck";
+    return name;
+}
+
+}  // namespace
+
+void set_kvcheck_command(const std::string& argv0) {
+    command_name() = argv0.find('/') == std::string::npos ? "kvcheck" : shell_word(argv0);
+}
+
+const std::string& kvcheck_command() { return command_name(); }
+
 }  // namespace kvcheck::sim

@@ -1,6 +1,6 @@
 #include "sim/io/version.hpp"
 
-#include "kvcheck_commit.hpp"  // generated in the build folder (tools/commit-header.cmake)
+#include <kvcheck_commit.hpp>  // generated in the build folder (tools/commit-header.cmake), not a source
 
 namespace kvcheck::sim {
 

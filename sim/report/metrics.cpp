@@ -417,8 +417,8 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     // The seed and the --set overrides name it too, so that a sweep's runs write distinct series.
     std::string overrides;
     for (const std::string& o : info.overrides) overrides += (overrides.empty() ? "" : " ") + o;
-    const std::string policy = "scenario=\"" + label_value(info.scenario) + "\",policy=\"" +
-                               label_value(info.policy) + "\",seed=\"" + std::to_string(info.seed) + "\"" +
+    const std::string policy = "scenario=\"" + label_value(info.scenario) + "\",policy=\"" + label_value(info.policy) +
+                               "\",seed=\"" + std::to_string(info.seed) + "\"" +
                                (overrides.empty() ? "" : ",set=\"" + label_value(overrides) + "\"");
     auto counter = [&](const char* name, const char* help, std::uint64_t value) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " counter\n";
@@ -429,8 +429,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
         out << "kvcheck_" << name << "{" << policy << "} " << shortest(value) << "\n";
     };
     // A histogram of times kept in µs; bounds in seconds, each a whole number of µs.
-    auto seconds_histogram = [&](const char* name, const char* help, const Percentiles& values,
-                                 const auto& bounds_s) {
+    auto seconds_histogram = [&](const char* name, const char* help, const Percentiles& values, const auto& bounds_s) {
         out << "# HELP kvcheck_" << name << " " << help << "\n# TYPE kvcheck_" << name << " histogram\n";
         for (const double bound : bounds_s)
             out << "kvcheck_" << name << "_bucket{" << policy << ",le=\"" << shortest(bound) << "\"} "

@@ -48,7 +48,7 @@ public:
     double at(double fraction) const;  // nearest-rank, in ms; 0 when empty
     std::size_t count() const { return values_us_.size(); }
     std::uint64_t at_most_us(std::uint64_t bound_us) const;  // values of at most bound_us (histogram buckets)
-    double sum_s() const;                                     // the sum of all values, in seconds
+    double sum_s() const;                                    // the sum of all values, in seconds
 
 private:
     void sort() const;

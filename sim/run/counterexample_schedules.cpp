@@ -23,8 +23,8 @@ std::string refresh_counterexample_schedules(const std::string& dir, bool found)
     const RunResult result = run_scenario(scenario, options);
     if (result.schedules_written == 0)
         return "schedules: none (no read of the counterexample resumed from cache, so there is nothing to replay)";
-    return "schedules: " + std::to_string(result.schedules_written) + " in " + folder + "; replay: kvcheck replay " +
-           shell_word(folder) + " --backend cpu";
+    return "schedules: " + std::to_string(result.schedules_written) + " in " + folder +
+           "; replay: " + kvcheck_command() + " replay " + shell_word(folder) + " --backend cpu";
 }
 
 }  // namespace kvcheck::sim

@@ -109,7 +109,7 @@ std::string write_counterexample(const std::string& dir, const Scenario& scenari
     return "counterexample: " + file + " (" + std::to_string(shrunk->requests_after) + " of " +
            std::to_string(shrunk->requests_before) + " requests, " + std::to_string(shrunk->faults_after) + " of " +
            std::to_string(shrunk->faults_before) + " fault entries, " + invariant + "; " +
-           std::to_string(shrunk->runs) + " runs); replay: kvcheck run " + shell_word(file);
+           std::to_string(shrunk->runs) + " runs); replay: " + kvcheck_command() + " run " + shell_word(file);
 }
 
 // Runs one scenario file under `policy_name` ("" = its own); with `per_policy` the outputs go
@@ -247,8 +247,8 @@ void remove_passing_junit(const std::string& file) {
 
 std::string reproduce_command(const std::string& path, const std::string& policy, std::uint64_t seed,
                               const std::vector<Override>& overrides) {
-    std::string out =
-        "kvcheck run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " + std::to_string(seed);
+    std::string out = kvcheck_command() + " run " + shell_word(path) + " --policy " + shell_word(policy) + " --seed " +
+                      std::to_string(seed);
     for (const Override& o : overrides) out += " --set " + shell_word(o.text);
     return out;
 }

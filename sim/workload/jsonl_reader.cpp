@@ -289,9 +289,8 @@ private:
     std::uint64_t timestamp_ns(const json& value) const {
         const std::uint64_t unit_ns = time_unit_ns(options_.time_unit);
         const auto too_large = [&] {
-            fail_at("timestamp",
-                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value) +
-                        finer_unit_hint());
+            fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " +
+                                     shown("timestamp", value) + finer_unit_hint());
         };
         if (is_unsigned(value)) {
             std::uint64_t scaled = 0;
@@ -326,9 +325,8 @@ private:
             fail_at("timestamp", "expected a non-negative number for \"timestamp\", got " + shown("timestamp", value));
         const double scaled = number * static_cast<double>(unit_ns);
         if (scaled >= 1.8e19)
-            fail_at("timestamp",
-                    "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " + shown("timestamp", value) +
-                        finer_unit_hint());
+            fail_at("timestamp", "expected a \"timestamp\" that fits in 64-bit nanoseconds, got " +
+                                     shown("timestamp", value) + finer_unit_hint());
         return static_cast<std::uint64_t>(scaled + 0.5);  // NOLINT(bugprone-incorrect-roundings): checked >= 0 above
     }
 

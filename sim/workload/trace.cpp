@@ -68,8 +68,8 @@ std::string_view id_count_rule_name(IdCountRule rule) {
 IdCountRule parse_id_count_rule(std::string_view name) {
     for (IdCountRule r : {IdCountRule::trust_length, IdCountRule::keep_ids, IdCountRule::strict})
         if (id_count_rule_name(r) == name) return r;
-    throw InputError("", "",
-                     "unknown hash id count rule \"" + std::string(name) + "\", expected trust-length, keep-ids or strict");
+    throw InputError(
+        "", "", "unknown hash id count rule \"" + std::string(name) + "\", expected trust-length, keep-ids or strict");
 }
 
 std::string id_count_warning(const std::string& path, const IdCountMismatches& m) {
@@ -79,9 +79,9 @@ std::string id_count_warning(const std::string& path, const IdCountMismatches& m
     if (m.lines > m.first_lines.size()) lines += ", ...";
     const std::uint64_t fewer = m.lines - m.more_ids;
     std::string text = path + ": " + std::to_string(m.lines) + " of " + std::to_string(m.lines_read) +
-                       " lines have a hash_ids count other than ceil(input_length / " +
-                       std::to_string(m.block_tokens) + ") (" + std::to_string(m.more_ids) + " with more ids, " +
-                       std::to_string(fewer) + " with fewer; lines " + lines + "); ";
+                       " lines have a hash_ids count other than ceil(input_length / " + std::to_string(m.block_tokens) +
+                       ") (" + std::to_string(m.more_ids) + " with more ids, " + std::to_string(fewer) +
+                       " with fewer; lines " + lines + "); ";
     if (m.rule == IdCountRule::trust_length)
         text += "hash_id_count trust-length kept each input_length: " + std::to_string(m.ids_dropped) +
                 " ids past the last block dropped, " + std::to_string(m.blocks_filled) +
@@ -89,7 +89,8 @@ std::string id_count_warning(const std::string& path, const IdCountMismatches& m
                 "refuses such lines";
     else
         text += "hash_id_count keep-ids moved each input_length to the nearest one its ids fit (" +
-                std::to_string(m.tokens_moved) + " tokens in all); trust-length trusts the lengths instead, strict "
+                std::to_string(m.tokens_moved) +
+                " tokens in all); trust-length trusts the lengths instead, strict "
                 "refuses such lines";
     return text + " (docs/traces.md, Id counts)";
 }
@@ -155,13 +156,14 @@ void TraceReader::reconcile_id_count(TraceRecord& record, std::size_t ids_column
     const std::size_t count = record.block_ids.size();
     const std::uint32_t needed = blocks_for(record.input_tokens, record.block_tokens);
     if (count == needed) return;
-    const auto refuse = [&](const std::string& why) { throw InputError(path(), place(ids_column), why); };
     const std::string counts = "expected " + std::to_string(needed) + (needed == 1 ? " hash id" : " hash ids") +
                                " for input_length " + std::to_string(record.input_tokens) + " at " +
                                std::to_string(record.block_tokens) + " tokens per block, got " + std::to_string(count);
     switch (options_.id_count) {
         case IdCountRule::strict:
-            refuse(counts + "; hash_id_count trust-length or keep-ids reads such lines (docs/traces.md, Id counts)");
+            throw InputError(
+                path(), place(ids_column),
+                counts + "; hash_id_count trust-length or keep-ids reads such lines (docs/traces.md, Id counts)");
         case IdCountRule::trust_length:
             if (count > needed) {
                 mismatches_.ids_dropped += count - needed;
@@ -174,15 +176,19 @@ void TraceReader::reconcile_id_count(TraceRecord& record, std::size_t ids_column
             }
             break;
         case IdCountRule::keep_ids: {
-            if (count == 0) refuse(counts + "; keep-ids takes the blocks from the ids, and there are none");
+            if (count == 0)
+                throw InputError(path(), place(ids_column),
+                                 counts + "; keep-ids takes the blocks from the ids, and there are none");
             const std::uint64_t lowest = (count - 1) * std::uint64_t{record.block_tokens} + 1;
             if (lowest > kInputTokensMax)
-                refuse(counts + "; keep-ids would make input_length at least " + std::to_string(lowest) +
-                       ", above the most a request may have (" + std::to_string(kInputTokensMax) + ")");
-            const std::uint64_t highest = std::min<std::uint64_t>(count * std::uint64_t{record.block_tokens}, kInputTokensMax);
+                throw InputError(path(), place(ids_column),
+                                 counts + "; keep-ids would make input_length at least " + std::to_string(lowest) +
+                                     ", above the most a request may have (" + std::to_string(kInputTokensMax) + ")");
+            const std::uint64_t highest =
+                std::min<std::uint64_t>(count * std::uint64_t{record.block_tokens}, kInputTokensMax);
             const std::uint64_t length = std::clamp<std::uint64_t>(record.input_tokens, lowest, highest);
-            mismatches_.tokens_moved += length > record.input_tokens ? length - record.input_tokens
-                                                                      : record.input_tokens - length;
+            mismatches_.tokens_moved +=
+                length > record.input_tokens ? length - record.input_tokens : record.input_tokens - length;
             record.input_tokens = static_cast<std::uint32_t>(length);
             break;
         }
@@ -208,8 +214,7 @@ bool TraceReader::next(TraceRecord& out) {
 
 ArrivalStream::ArrivalStream(const std::string& trace_path, const TraceOptions& options,
                              const std::vector<TraceRecord>& requests)
-    : trace_path_(trace_path),
-      reader_(trace_path.empty() ? nullptr : TraceReader::open(trace_path, options)),
+    : trace_path_(trace_path), reader_(trace_path.empty() ? nullptr : TraceReader::open(trace_path, options)),
       requests_(requests) {}
 
 std::string ArrivalStream::id_count_warning() const {

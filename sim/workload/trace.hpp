@@ -45,12 +45,12 @@ inline constexpr std::uint64_t kArrivalMaxNs = 1'000'000'000'000'000'000;
 
 struct TraceOptions {
     TraceFormat format = TraceFormat::mooncake;
-    TimeUnit time_unit = TimeUnit::ms;  // jsonl only; Mooncake is always ms
-    std::uint32_t block_tokens = 512;   // jsonl and azure; Mooncake is always 512
-    std::uint64_t seed = 1;             // azure: seeds the prefix-sharing model
-    std::uint64_t limit = 0;            // read at most this many requests; 0 reads all
+    TimeUnit time_unit = TimeUnit::ms;                 // jsonl only; Mooncake is always ms
+    std::uint32_t block_tokens = 512;                  // jsonl and azure; Mooncake is always 512
+    std::uint64_t seed = 1;                            // azure: seeds the prefix-sharing model
+    std::uint64_t limit = 0;                           // read at most this many requests; 0 reads all
     IdCountRule id_count = IdCountRule::trust_length;  // jsonl and mooncake
-    AzureSharing sharing;               // azure only
+    AzureSharing sharing;                              // azure only
 };
 
 // Why a trace cannot be read with these options, before reading it: Mooncake traces are always
@@ -75,12 +75,12 @@ struct TraceRecord {
 // The lines whose hash_ids count disagreed with their input_length, and what was done about it.
 struct IdCountMismatches {
     static constexpr std::size_t kShownLines = 5;
-    std::uint64_t lines = 0;              // lines that disagreed
-    std::uint64_t lines_read = 0;         // lines read in all
-    std::uint64_t more_ids = 0;           // of the disagreeing lines, those with more ids than blocks
-    std::uint64_t ids_dropped = 0;        // trust_length: ids past the last block
-    std::uint64_t blocks_filled = 0;      // trust_length: blocks given an id of their own
-    std::uint64_t tokens_moved = 0;       // keep_ids: |new length - old length|, summed
+    std::uint64_t lines = 0;                 // lines that disagreed
+    std::uint64_t lines_read = 0;            // lines read in all
+    std::uint64_t more_ids = 0;              // of the disagreeing lines, those with more ids than blocks
+    std::uint64_t ids_dropped = 0;           // trust_length: ids past the last block
+    std::uint64_t blocks_filled = 0;         // trust_length: blocks given an id of their own
+    std::uint64_t tokens_moved = 0;          // keep_ids: |new length - old length|, summed
     std::vector<std::uint64_t> first_lines;  // the first kShownLines of them
     IdCountRule rule = IdCountRule::trust_length;
     std::uint32_t block_tokens = 0;

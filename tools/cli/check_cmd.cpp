@@ -132,9 +132,9 @@ void register_check(CLI::App& app, Common& common) {
         const sim::CheckRequest& q = o.asked;
         const sim::ExploreReport& r = o.report;
         if (r.checkpoint)
-            std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: kvcheck check --resume %s%s\n",
+            std::fprintf(stderr, "stopped (%s) at %llu states; wrote %s; continue with: %s check --resume %s%s\n",
                          r.bound_hit.c_str(), static_cast<unsigned long long>(r.states), o.checkpoint_path.c_str(),
-                         sim::shell_word(o.checkpoint_path).c_str(),
+                         sim::kvcheck_command().c_str(), sim::shell_word(o.checkpoint_path).c_str(),
                          q.out.empty() ? "" : (" --out " + sim::shell_word(q.out)).c_str());
         if (*json)
             std::cout << o.result.dump(2) << "\n";
@@ -144,8 +144,9 @@ void register_check(CLI::App& app, Common& common) {
         const std::string schedules =
             q.out.empty() ? "" : sim::refresh_counterexample_schedules(q.out, o.wrote_counterexample);
         if (o.wrote_counterexample) {
-            std::fprintf(info, "wrote %s/counterexample.json and counterexample.dot; reproduce: kvcheck run %s\n",
-                         q.out.c_str(), sim::shell_word(q.out + "/counterexample.json").c_str());
+            std::fprintf(info, "wrote %s/counterexample.json and counterexample.dot; reproduce: %s run %s\n",
+                         q.out.c_str(), sim::kvcheck_command().c_str(),
+                         sim::shell_word(q.out + "/counterexample.json").c_str());
             std::fprintf(info, "%s\n", schedules.c_str());
         } else if (r.counterexample) {
             std::fprintf(info, "reproduce: %s\n(add --out DIR for counterexample.json, which kvcheck run replays)\n",
@@ -209,9 +210,9 @@ void register_fuzz(CLI::App& app, Common& common) {
                     stderr, "interrupted after %llu walks; nothing was written (give --out DIR to keep a checkpoint)\n",
                     static_cast<unsigned long long>(c.walks));
             else  // the file records the campaign's budget, time included
-                std::fprintf(stderr, "interrupted after %llu walks; continue with: kvcheck fuzz --resume %s --out %s\n",
-                             static_cast<unsigned long long>(c.walks), sim::shell_word(a->out + "/fuzz.json").c_str(),
-                             sim::shell_word(a->out).c_str());
+                std::fprintf(stderr, "interrupted after %llu walks; continue with: %s fuzz --resume %s --out %s\n",
+                             static_cast<unsigned long long>(c.walks), sim::kvcheck_command().c_str(),
+                             sim::shell_word(a->out + "/fuzz.json").c_str(), sim::shell_word(a->out).c_str());
         }
         if (*json) {
             std::cout << j.dump(2) << "\n";

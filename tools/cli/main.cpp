@@ -16,6 +16,7 @@
 #include <malloc.h>
 
 #include "sim/io/input_error.hpp"
+#include "sim/io/shell_word.hpp"
 #include "sim/io/version.hpp"
 #include "sim/run/suite.hpp"
 #include "tools/cli/commands.hpp"
@@ -159,6 +160,7 @@ constexpr int kInternalError = 3;
 
 int main(int argc, char** argv) {
     keep_freed_memory();
+    if (argc > 0) kvcheck::sim::set_kvcheck_command(argv[0]);
     CLI::App app{"kvcheck: simulator and model checker for hybrid-attention prefix/KV cache managers"};
     app.set_version_flag("--version", kvcheck::sim::kvcheck_version_line());
     app.require_subcommand(1);

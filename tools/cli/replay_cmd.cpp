@@ -85,9 +85,9 @@ int run_replay(const ReplayOptions& options) {
     std::fflush(stdout);  // the table before the reproduce line, also when both go to one file
     for (const replay::ScheduleResult& r : summary.results) {
         if (r.agreement == replay::Agreement::agree) continue;
-        std::fprintf(stderr, "%s %s: reproduce: kvcheck replay %s --backend %s%s\n",
+        std::fprintf(stderr, "%s %s: reproduce: %s replay %s --backend %s%s\n",
                      std::string(replay::agreement_name(r.agreement)).c_str(), r.schedule.c_str(),
-                     sim::shell_word(r.schedule).c_str(), options.backend.c_str(),
+                     sim::kvcheck_command().c_str(), sim::shell_word(r.schedule).c_str(), options.backend.c_str(),
                      options.no_graph_guard ? " --no-graph-guard" : "");
         break;  // one command: the first schedule the oracle disagrees with
     }
