@@ -41,7 +41,8 @@ TEST(ScenarioSuite, ExpectedPoliciesJudgesEveryPolicyTheExpectBlockNames) {
     EXPECT_NE(o.out.find(", expected at most 0\n"), std::string::npos) << o.all();
     EXPECT_NE(o.out.find("reproduce: kvcheck run " + copy.string() + " --policy naive --seed "), std::string::npos)
         << o.all();
-    EXPECT_NE(o.out.find("2 passed, 1 failed"), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find("summary: 2 passed, 1 failed, 0 errors"), std::string::npos) << o.all();
+    EXPECT_NE(o.out.find("FAILED " + name + "[naive] ("), std::string::npos) << o.all();
     const std::string junit = read_text(xml);
     for (const std::string policy : {"validated", "naive", "no-revalidate"}) {
         EXPECT_NE(junit.find("name=\"" + name + "[" + policy + "]\""), std::string::npos) << junit;

@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include <fnmatch.h>
+
 #include "model/policy.hpp"
 #include "sim/des/schedules.hpp"
 #include "sim/io/files.hpp"
@@ -60,24 +62,54 @@ void write_outputs(const std::string& dir, const RunResult& r, const nlohmann::j
     write_files_atomic(files);
 }
 
-// Removes what earlier runs left in `dir` that this one does not replace: the run files of each
-// subfolder (one holding report.json) not named in `keep`, the subfolder too once empty, and with
-// `top` the run files and an earlier compare's manifest in `dir` itself. `kvcheck report DIR`
-// then shows this run only, never in an order or with names of another.
-void clear_other_results(const std::string& dir, const std::set<std::string>& keep, bool top) {
+// The subfolders an earlier run into `dir` says it wrote: a compare's policies (compare.json)
+// and a suite's case folders (suite.json). A manifest that does not read is no list at all, and
+// an entry that is not a plain relative path inside `dir` is skipped.
+std::vector<std::string> folders_written_before(const std::string& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    if (std::filesystem::exists(compare_manifest_path(dir), ec)) try {
+            for (const std::string& p : read_compare_manifest(compare_manifest_path(dir)).policies) out.push_back(p);
+        } catch (const InputError&) {}
+    try {
+        const nlohmann::json suite = nlohmann::json::parse(read_file(suite_manifest_path(dir)));
+        for (const auto& c : suite.at("cases")) {
+            const std::string folder = c.at("folder").get<std::string>();
+            const std::filesystem::path relative(folder);
+            const bool inside = !folder.empty() && relative.is_relative() &&
+                                std::none_of(relative.begin(), relative.end(), [](const std::filesystem::path& part) {
+                                    return part == ".." || part == ".";
+                                });
+            if (inside) out.push_back(relative.begin()->string());  // its top folder: DIR/NAME of DIR/NAME/POLICY
+        }
+    } catch (const std::exception&) {}
+    return out;
+}
+
+// Removes what an earlier run into `dir` left that this one does not replace: its run files and
+// manifests in `dir` itself, and the run files of each subfolder its manifests name and `keep`
+// does not (the subfolder too once empty). A folder no earlier run into `dir` wrote (the --out
+// of a run of its own, say) stays whatever it holds. `kvcheck report DIR` then shows this run only.
+void clear_earlier_run(const std::string& dir, const std::set<std::string>& keep) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return;
-    if (top) {
-        for (const char* name : kRunFiles) remove_stale(dir + name);
-        remove_stale(compare_manifest_path(dir));
-    }
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        if (!entry.is_directory(ec) || keep.count(entry.path().filename().string()) > 0 ||
-            !fs::exists(entry.path() / "report.json", ec))
-            continue;
-        for (const char* name : kRunFiles) remove_stale(entry.path().string() + name);
-        if (fs::is_empty(entry.path(), ec)) fs::remove(entry.path(), ec);
+    const std::vector<std::string> earlier = folders_written_before(dir);
+    for (const char* name : kRunFiles) remove_stale(dir + name);
+    remove_stale(compare_manifest_path(dir));
+    remove_stale(suite_manifest_path(dir));
+    remove_stale(dir + "/index.html");
+    for (const std::string& name : earlier) {
+        const fs::path folder = fs::path(dir) / name;
+        if (keep.count(name) > 0 || !fs::is_directory(folder, ec)) continue;
+        // A suite's case folder may hold a compare's layout (--expected-policies): its policies too.
+        for (const std::string& inner : folders_written_before(folder.string())) {
+            for (const char* file : kRunFiles) remove_stale((folder / inner).string() + file);
+            if (fs::is_empty(folder / inner, ec)) fs::remove(folder / inner, ec);
+        }
+        for (const char* file : kRunFiles) remove_stale(folder.string() + file);
+        remove_stale(compare_manifest_path(folder.string()));
+        if (fs::is_empty(folder, ec)) fs::remove(folder, ec);
     }
 }
 
@@ -164,19 +196,23 @@ CaseResult run_case(const std::string& path, const SuiteOptions& args, bool in_s
     return c;
 }
 
-void write_junit(const std::string& file, const std::vector<CaseResult>& cases) {
-    std::size_t failures = 0;
-    std::size_t errors = 0;
-    for (const CaseResult& c : cases) {
-        failures += c.failures.empty() ? 0 : 1;
-        errors += c.error.empty() ? 0 : 1;
-    }
+// Seconds as JUnit's schemas take them: plain decimal, never an exponent.
+std::string junit_time(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", seconds);
+    return text;
+}
+
+// JUnit XML valid against the Jenkins xUnit plugin's junit-10.xsd, which every common reader
+// takes: a testcase has only name, classname and time, so its scenario file goes in system-out.
+void write_junit(const std::string& file, const SuiteResult& suite) {
     std::ostringstream x;
-    x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << cases.size()
-      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\">\n";
-    for (const CaseResult& c : cases) {
-        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << svg::escape(c.name + c.policy_tag) << "\" file=\""
-          << svg::escape(c.path) << "\" time=\"" << c.seconds << "\">\n";
+    x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"kvcheck\" tests=\"" << suite.cases.size()
+      << "\" failures=\"" << suite.failed() << "\" errors=\"" << suite.errors() << "\" time=\""
+      << junit_time(suite.seconds) << "\">\n";
+    for (const CaseResult& c : suite.cases) {
+        x << "  <testcase classname=\"kvcheck.scenarios\" name=\"" << svg::escape(c.name + c.policy_tag) << "\" time=\""
+          << junit_time(c.seconds) << "\">\n";
         if (!c.error.empty()) x << "    <error message=\"" << svg::escape(c.error) << "\"/>\n";
         if (!c.failures.empty()) {
             std::string text;
@@ -184,11 +220,9 @@ void write_junit(const std::string& file, const std::vector<CaseResult>& cases) 
             x << "    <failure message=\"" << svg::escape(c.failures.front()) << "\">" << svg::escape(text)
               << "reproduce: " << svg::escape(c.reproduce) << "</failure>\n";
         }
-        if (!c.warnings.empty()) {
-            std::string text;
-            for (const std::string& w : c.warnings) text += "warning: " + w + "\n";
-            x << "    <system-out>" << svg::escape(text) << "</system-out>\n";
-        }
+        std::string text = "scenario: " + c.path + "\n";
+        for (const std::string& w : c.warnings) text += "warning: " + w + "\n";
+        x << "    <system-out>" << svg::escape(text) << "</system-out>\n";
         x << "  </testcase>\n";
     }
     x << "</testsuite>\n";
@@ -215,20 +249,82 @@ std::vector<std::string> policies_for(const std::string& path, const SuiteOption
     return out;
 }
 
-// The scenario files of the target: the file itself, or a folder's *.json in name order.
-std::vector<std::string> suite_paths(const std::string& target, bool folder) {
-    if (!folder) return {target};
-    std::vector<std::string> paths;
+// The scenario files of the targets, in the order given (a folder's *.json in name order), those
+// whose name matches one of `match` (all without). Two scenarios of one name would share their
+// output folder: refused, as is a selection that leaves nothing.
+std::vector<std::string> suite_paths(const std::vector<std::string>& targets, const std::vector<std::string>& match) {
+    std::vector<std::string> all;
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(target)) {
-        if (entry.path().extension() != ".json") continue;
-        if (!entry.is_regular_file(ec))  // a folder, FIFO or device named *.json: no scenario to skip silently
-            throw InputError(entry.path().string(), "", "is not a regular file, expected a scenario of the suite");
-        paths.push_back(entry.path().string());
+    for (const std::string& target : targets) {
+        if (!std::filesystem::is_directory(target, ec)) {
+            all.push_back(target);  // a file, or nothing there: its case says so
+            continue;
+        }
+        std::vector<std::string> paths;
+        for (const auto& entry : std::filesystem::directory_iterator(target)) {
+            if (entry.path().extension() != ".json") continue;
+            if (!entry.is_regular_file(ec))  // a folder, FIFO or device named *.json: no scenario to skip silently
+                throw InputError(entry.path().string(), "", "is not a regular file, expected a scenario of the suite");
+            paths.push_back(entry.path().string());
+        }
+        std::sort(paths.begin(), paths.end());
+        if (paths.empty()) throw InputError(target, "", "no *.json scenarios in this folder");
+        all.insert(all.end(), paths.begin(), paths.end());
     }
-    std::sort(paths.begin(), paths.end());
-    if (paths.empty()) throw InputError(target, "", "no *.json scenarios in this folder");
-    return paths;
+    std::vector<std::string> chosen;
+    std::map<std::string, std::string> by_name;
+    for (const std::string& path : all) {
+        const std::string name = std::filesystem::path(path).stem().string();
+        if (!match.empty() && std::none_of(match.begin(), match.end(), [&](const std::string& pattern) {
+                return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+            }))
+            continue;
+        if (const auto [it, fresh] = by_name.emplace(name, path); !fresh)
+            throw InputError(path, "",
+                             "has the name \"" + name + "\" of " + it->second +
+                                 " too; a suite writes each scenario's outputs to DIR/NAME, so names must differ");
+        chosen.push_back(path);
+    }
+    if (chosen.empty()) {
+        std::string names;
+        for (std::size_t i = 0; i < all.size() && i < 8; ++i)
+            names += (i == 0 ? "" : ", ") + std::filesystem::path(all[i]).stem().string();
+        throw InputError("", "--match",
+                         "no scenario's name matches (" + std::to_string(all.size()) + " scenarios: " + names +
+                             (all.size() > 8 ? ", ..." : "") + ")");
+    }
+    return chosen;
+}
+
+const char* case_status(const CaseResult& c) {
+    return !c.error.empty() ? "error" : c.failures.empty() ? "passed" : "failed";
+}
+
+std::string seconds_text(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f s", seconds);
+    return text;
+}
+
+// DIR/suite.json: each case's folder relative to DIR, its verdict and time, and the counts.
+void write_suite_manifest(const std::string& dir, const SuiteResult& suite, bool per_policy) {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const CaseResult& c : suite.cases) {
+        nlohmann::json one = {
+            {"name", valid_utf8(c.name)}, {"scenario", valid_utf8(c.path)},
+            {"policy", c.policy},         {"folder", valid_utf8(per_policy ? c.name + "/" + c.policy : c.name)},
+            {"status", case_status(c)},   {"seconds", c.seconds}};
+        if (!c.error.empty()) one["error"] = valid_utf8(c.error);
+        if (!c.failures.empty()) {
+            one["failures"] = c.failures;
+            one["reproduce"] = valid_utf8(c.reproduce);
+        }
+        cases.push_back(std::move(one));
+    }
+    const nlohmann::json manifest = {{"kind", "kvcheck.suite/1"}, {"passed", suite.passed()},
+                                     {"failed", suite.failed()},  {"errors", suite.errors()},
+                                     {"seconds", suite.seconds},  {"cases", cases}};
+    write_file_atomic(suite_manifest_path(dir), manifest.dump(2) + "\n");
 }
 
 }  // namespace
@@ -269,24 +365,70 @@ std::size_t SuiteResult::passed() const {
         cases.begin(), cases.end(), [](const CaseResult& c) { return c.error.empty() && c.failures.empty(); }));
 }
 
+std::size_t SuiteResult::failed() const {
+    return static_cast<std::size_t>(std::count_if(
+        cases.begin(), cases.end(), [](const CaseResult& c) { return c.error.empty() && !c.failures.empty(); }));
+}
+
+std::size_t SuiteResult::errors() const {
+    return static_cast<std::size_t>(
+        std::count_if(cases.begin(), cases.end(), [](const CaseResult& c) { return !c.error.empty(); }));
+}
+
+std::string SuiteResult::summary_text() const {
+    std::string out = "summary: " + std::to_string(passed()) + " passed, " + std::to_string(failed()) + " failed, " +
+                      std::to_string(errors()) + (errors() == 1 ? " error" : " errors") + " in " +
+                      seconds_text(seconds) + "\n";
+    std::vector<const CaseResult*> slowest;
+    for (const CaseResult& c : cases)
+        if (c.error.empty()) slowest.push_back(&c);
+    std::stable_sort(slowest.begin(), slowest.end(),
+                     [](const CaseResult* a, const CaseResult* b) { return a->seconds > b->seconds; });
+    if (slowest.size() > 3) slowest.resize(3);
+    if (!slowest.empty()) {
+        out += "slowest:";
+        for (const CaseResult* c : slowest) out += " " + c->name + c->policy_tag + " " + seconds_text(c->seconds);
+        out += "\n";
+    }
+    for (const CaseResult& c : cases) {
+        if (!c.error.empty() || c.failures.empty()) continue;
+        out += "FAILED " + c.name + c.policy_tag + " (" + seconds_text(c.seconds) + "): " + c.failures.front() +
+               (c.failures.size() > 1 ? " (and " + std::to_string(c.failures.size() - 1) + " more)" : "") +
+               "\n  reproduce: " + c.reproduce + "\n";
+    }
+    for (const CaseResult& c : cases)
+        if (!c.error.empty()) out += "ERROR " + c.name + c.policy_tag + ": " + c.error + "\n";
+    return out;
+}
+
+std::string suite_manifest_path(const std::string& dir) { return dir + "/suite.json"; }
+
 nlohmann::json SuiteResult::reports_json(bool expected_policies) const {
     nlohmann::json all = nlohmann::json::object();
+    nlohmann::json errors_by_name = nlohmann::json::object();
     for (const CaseResult& c : cases) {
-        if (!c.error.empty()) continue;
+        if (!c.error.empty()) {
+            errors_by_name[valid_utf8(c.name + c.policy_tag)] = valid_utf8(c.error);
+            continue;
+        }
         if (expected_policies)
             all[valid_utf8(c.name)]["policies"][c.policy] = c.report;
         else
             all[valid_utf8(c.name)] = c.report;
     }
-    return nlohmann::json{{"scenarios", all}};
+    return nlohmann::json{
+        {"scenarios", all},
+        {"errors", errors_by_name},
+        {"summary", {{"passed", passed()}, {"failed", failed()}, {"errors", errors()}, {"seconds", seconds}}}};
 }
 
 SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
     SuiteResult suite;
+    const auto suite_started = std::chrono::steady_clock::now();
     std::error_code ec;
-    const bool folder = std::filesystem::is_directory(args.target, ec);
+    const bool folder = args.targets.size() > 1 || std::filesystem::is_directory(args.targets.at(0), ec);
     suite.folder = folder;
-    const std::vector<std::string> paths = suite_paths(args.target, folder);
+    const std::vector<std::string> paths = suite_paths(args.targets, args.match);
     // Output paths are checked before anything runs, so a bad one costs no work and leaves nothing behind.
     std::set<std::string> names;
     for (const std::string& p : paths) names.insert(std::filesystem::path(p).stem().string());
@@ -300,6 +442,10 @@ SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
     if (!args.junit.empty()) require_output_file(args.junit, inputs);
     if (!args.out.empty()) {
         require_output_folder(args.out);
+        if (folder) {
+            require_output_file(suite_manifest_path(args.out), inputs);
+            require_output_file(args.out + "/index.html", inputs);
+        }
         for (std::size_t i = 0; i < paths.size(); ++i) {
             const std::string base = case_folder(args.out, std::filesystem::path(paths[i]).stem().string(), folder);
             if (!args.expected_policies) {
@@ -321,20 +467,22 @@ SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
     // What earlier runs left and this one would not replace goes first: an interrupted run must
     // not leave an old JUnit file or an old scenario's results looking like this run's.
     if (!args.junit.empty()) remove_stale(args.junit);
-    if (!args.out.empty() && folder) clear_other_results(args.out, names, true);
+    if (!args.out.empty() && folder) clear_earlier_run(args.out, names);
     // A single run leaves an earlier compare's subfolders (`kvcheck report` reads its report.json
     // first) but not that compare's manifest, which describes another run.
     // Its own files go too, so a run that fails halfway (a bad trace line) leaves none of an earlier run's.
     if (!args.out.empty() && !folder && !args.expected_policies) {
         for (const char* name : kRunFiles) remove_stale(args.out + name);
         remove_stale(compare_manifest_path(args.out));
+        remove_stale(suite_manifest_path(args.out));
+        remove_stale(args.out + "/index.html");
     }
     // Under several policies a scenario's folder is laid out as a compare's: one subfolder per
     // policy and the manifest, nothing of an earlier layout or policy list beside them.
     if (!args.out.empty() && args.expected_policies)
         for (std::size_t i = 0; i < paths.size(); ++i)
-            clear_other_results(case_folder(args.out, std::filesystem::path(paths[i]).stem().string(), folder),
-                                std::set<std::string>(policies[i].begin(), policies[i].end()), true);
+            clear_earlier_run(case_folder(args.out, std::filesystem::path(paths[i]).stem().string(), folder),
+                              std::set<std::string>(policies[i].begin(), policies[i].end()));
     // Every earlier export goes, also where this run exports nothing (a steps-mode scenario, one
     // that fails to load) and, in a suite, that of a scenario the suite no longer has.
     if (!args.schedules.empty() && std::filesystem::is_directory(args.schedules, ec)) {
@@ -364,7 +512,9 @@ SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
                               compare_manifest_text({paths[i], cases[first].seed, ran}));
         }
     }
-    if (!args.junit.empty()) write_junit(args.junit, cases);
+    suite.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_started).count();
+    if (!args.out.empty() && folder) write_suite_manifest(args.out, suite, args.expected_policies);
+    if (!args.junit.empty()) write_junit(args.junit, suite);
     return suite;
 }
 
@@ -383,7 +533,7 @@ std::vector<ComparedPolicy> run_compare(const CompareOptions& args, const Compar
         require_output_file(compare_manifest_path(args.out), inputs);
         for (const std::string& name : args.policies) require_run_folder(args.out + "/" + name, inputs);
         lock.emplace(args.out);
-        clear_other_results(args.out, seen, true);
+        clear_earlier_run(args.out, seen);
     }
     const std::uint64_t seed = args.seed != 0 ? args.seed : scenario.seed;
     if (hooks.started) hooks.started(seed);

@@ -20,9 +20,12 @@
 namespace kvcheck::sim {
 
 struct SuiteOptions {
-    std::string target;      // a scenario file, or a folder of *.json scenarios
-    std::string policy;      // "" = each scenario's own
-    std::uint64_t seed = 0;  // 0 = each scenario's own
+    // Scenario files and folders of *.json scenarios. One file alone is a single run; anything
+    // more (a folder, several targets) is a suite, each scenario's outputs in DIR/NAME/.
+    std::vector<std::string> targets;
+    std::vector<std::string> match;  // glob patterns on scenario names (file stems); empty: all
+    std::string policy;              // "" = each scenario's own
+    std::uint64_t seed = 0;          // 0 = each scenario's own
     std::string out;
     std::string schedules;  // --export-schedules
     std::string junit;
@@ -62,13 +65,24 @@ struct CaseHooks {
 
 struct SuiteResult {
     std::vector<CaseResult> cases;
-    bool folder = false;  // the target was a folder: a suite
+    bool folder = false;  // a suite: a folder, or more than one scenario
+    double seconds = 0;   // the whole suite
     // 2 when a case had bad input, else 1 when one failed, else 0.
     int exit_code() const;
     std::size_t passed() const;
-    // {"scenarios": {NAME: report}} (with expected_policies {NAME: {"policies": {POLICY: report}}}).
+    std::size_t failed() const;  // ran, and an expectation did not hold
+    std::size_t errors() const;  // did not run: bad input
+    // {"scenarios": {NAME: report}} (with expected_policies {NAME: {"policies": {POLICY: report}}}),
+    // "errors": {NAME: message} for the scenarios that did not run, and "summary".
     nlohmann::json reports_json(bool expected_policies) const;
+    // The closing summary, as pytest's: the counts and time, the slowest cases, then each failing
+    // case with its first failure and reproduce line, then each error.
+    std::string summary_text() const;
 };
+
+// DIR/suite.json: what a suite run wrote into DIR (each case's folder, verdict and time), read by
+// the next suite run into DIR (which removes only the folders listed there) and by the index page.
+std::string suite_manifest_path(const std::string& dir);
 
 // Checks every output path first (InputError before any work), removes what earlier runs left
 // that this one would not replace, then runs each case in file-name order.

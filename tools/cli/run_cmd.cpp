@@ -79,7 +79,7 @@ void print_case(const sim::CaseResult& c, const RunArgs& args, bool in_suite) {
 
 int run_command(const RunArgs& args) {
     std::error_code ec;
-    const bool in_suite = std::filesystem::is_directory(args.suite.target, ec);
+    const bool in_suite = args.suite.targets.size() > 1 || std::filesystem::is_directory(args.suite.targets.at(0), ec);
     FILE* info = args.json ? stderr : stdout;
     std::optional<Progress> progress;
     sim::CaseHooks hooks;
@@ -103,7 +103,7 @@ int run_command(const RunArgs& args) {
     if (suite.folder || args.suite.expected_policies) {
         // One JSON document on stdout: the report of every scenario (and policy) that ran.
         if (args.json) std::cout << suite.reports_json(args.suite.expected_policies).dump(2) << "\n";
-        std::fprintf(info, "%zu passed, %zu failed\n", suite.passed(), suite.cases.size() - suite.passed());
+        std::fputs(suite.summary_text().c_str(), info);
     }
     return suite.exit_code();
 }
@@ -184,7 +184,14 @@ void register_run(CLI::App& app, Common& common) {
     auto args = std::make_shared<RunArgs>();
     auto* cmd =
         app.add_subcommand("run", "Run a scenario (or every *.json scenario in a folder) through the simulator");
-    cmd->add_option("scenario", args->suite.target, "Scenario file or folder")->required();
+    cmd->add_option("scenario", args->suite.targets,
+                    "Scenario files and folders; one file is a single run, anything more a suite")
+        ->required();
+    cmd->add_option("-k,--match", args->suite.match,
+                    "Run only the scenarios whose name (file stem) matches this glob, e.g. 'fault-f2*'; repeatable")
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     cmd->add_option("--policy", args->suite.policy, "Policy to run (default: the scenario's)");
     cmd->add_option("--seed", args->suite.seed, "Seed (default, or 0: the scenario's)");
     cmd->add_option("--out", args->suite.out, "Write report.json, metrics.prom and timeline.json here");
