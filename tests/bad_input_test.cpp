@@ -35,6 +35,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/io/suggest.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -462,4 +464,19 @@ TEST(BadInputCorpus, SymlinkLoopsAndDanglingLinksAreNamed) {
     const Outcome o = run_kvcheck({"trace", "stats", a}, scratch.path());
     EXPECT_EQ(o.code, 2) << o.err;
     EXPECT_NE(o.err.find("is a loop of symbolic links"), std::string::npos) << o.err;
+}
+
+// Proves: a near miss finds the name meant (a typo, a swap of neighbours, a letter missing or
+// extra, in any case), and a word that is no near miss finds nothing rather than a wild guess.
+TEST(DidYouMean, NearMissesOnlyAndTheNearest) {
+    const std::vector<std::string> names = {"validated", "naive", "no-pin", "no-revalidate", "run", "report"};
+    EXPECT_EQ(kvcheck::sim::nearest_name("vaildated", names), "validated");  // neighbours swapped
+    EXPECT_EQ(kvcheck::sim::nearest_name("VALIDATE", names), "validated");
+    EXPECT_EQ(kvcheck::sim::nearest_name("no-pn", names), "no-pin");
+    EXPECT_EQ(kvcheck::sim::nearest_name("rn", names), "run");
+    EXPECT_EQ(kvcheck::sim::nearest_name("reprot", names), "report");
+    EXPECT_EQ(kvcheck::sim::nearest_name("frobnicate", names), "");
+    EXPECT_EQ(kvcheck::sim::nearest_name("x", names), "");
+    EXPECT_EQ(kvcheck::sim::nearest_name(std::string(10000, 'a'), names), "");
+    EXPECT_EQ(kvcheck::sim::did_you_mean("naiv", names), "; did you mean \"naive\"?");
 }

@@ -12,6 +12,7 @@
 #include "sim/io/input_error.hpp"
 #include "sim/io/json_fields.hpp"
 #include "sim/io/shell_word.hpp"
+#include "sim/io/suggest.hpp"
 
 namespace kvcheck::sim {
 
@@ -98,11 +99,7 @@ Carried resume_campaign(CampaignRequest& a) {
 CampaignOutcome run_campaign(CampaignRequest a) {
     FuzzOptions& o = a.options;
     policy_named(o.policy);
-    if (model::find_preset(o.model) == nullptr) {
-        std::string names;
-        for (const auto& c : model::presets()) names += (names.empty() ? "" : ", ") + c.name;
-        throw InputError("", "--model", "unknown preset \"" + o.model + "\" (known: " + names + ")");
-    }
+    if (model::find_preset(o.model) == nullptr) throw InputError("", "--model", unknown_preset(o.model));
     if (a.no_swarm && o.model != "toy")
         throw InputError("", "--no-swarm", "walks the toy reference scope; --model " + o.model + " needs swarm walks");
     parse_shard(a.shard, o);

@@ -11,13 +11,13 @@
 #include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/shell_word.hpp"
+#include "sim/io/suggest.hpp"
 
 namespace kvcheck::sim {
 
 const model::PolicyInfo& policy_named(const std::string& name) {
     const model::PolicyInfo* p = model::find_policy(name);
-    if (p == nullptr)
-        throw InputError("", "--policy", "unknown policy \"" + name + "\" (known: " + model::policy_names() + ")");
+    if (p == nullptr) throw InputError("", "--policy", unknown_policy(name));
     return *p;
 }
 
@@ -30,7 +30,9 @@ std::string known_scopes() {
 Scope scope_named(const std::string& name) {
     for (const std::string& known : scope_names())
         if (known == name) return named_scope(name);
-    throw InputError("", "--scope", "unknown scope \"" + name + "\" (known: " + known_scopes() + ")");
+    throw InputError("", "--scope",
+                     "unknown scope \"" + name + "\"" + did_you_mean(name, scope_names()) +
+                         " (known: " + known_scopes() + ")");
 }
 
 Order order_named(const std::string& name) {
@@ -152,7 +154,9 @@ CheckOutcome run_check(CheckRequest a) {
     CheckOutcome o;
     o.scope = scope_named(a.scope);
     if (!a.target.empty() && !model::is_invariant(a.target)) {
-        const std::string what = "unknown invariant \"" + a.target + "\" (known: " + model::invariant_names() + ")";
+        const std::string what = "unknown invariant \"" + a.target + "\"" +
+                                 did_you_mean(a.target, invariant_name_list()) +
+                                 " (known: " + model::invariant_names() + ")";
         if (resumed && !a.given("--invariant")) throw InputError(a.resume, "", "names an " + what);
         throw InputError("", "--invariant", what);
     }

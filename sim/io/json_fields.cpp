@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/io/suggest.hpp"
+
 namespace kvcheck::sim {
 
 std::string pointer_escape(const std::string& key) {
@@ -116,7 +118,7 @@ std::string Fields::choice(const std::string& key, const std::string& fallback,
     auto s = v->get<std::string>();
     for (const std::string& a : allowed)
         if (a == s) return s;
-    problems_.add(at(key), "expected one of " + names + ", got \"" + s + "\"");
+    problems_.add(at(key), "expected one of " + names + ", got \"" + s + "\"" + did_you_mean(s, allowed));
     return fallback;
 }
 
@@ -156,7 +158,9 @@ std::vector<std::uint64_t> Fields::unsigned_list(const std::string& key, std::ui
 void Fields::finish() {
     if (object_ == nullptr) return;
     for (const auto& [key, value] : object_->items())
-        if (known_.count(key) == 0) problems_.add(at(key), "unknown key \"" + key + "\"");
+        if (known_.count(key) == 0)
+            problems_.add(at(key), "unknown key \"" + key + "\"" +
+                                       did_you_mean(key, std::vector<std::string>(known_.begin(), known_.end())));
 }
 
 nlohmann::json cache_group_json(const model::CacheGroup& g) {

@@ -14,6 +14,7 @@
 #include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/io/shell_word.hpp"
+#include "sim/io/suggest.hpp"
 #include "sim/report/metrics.hpp"
 #include "sim/report/report_html.hpp"
 #include "sim/report/report_svg.hpp"
@@ -521,8 +522,7 @@ SuiteResult run_suite(const SuiteOptions& args, const CaseHooks& hooks) {
 std::vector<ComparedPolicy> run_compare(const CompareOptions& args, const CompareHooks& hooks) {
     std::set<std::string> seen;
     for (const std::string& n : args.policies) {
-        if (model::find_policy(n) == nullptr)
-            throw InputError("", "--policies", "unknown policy \"" + n + "\" (known: " + model::policy_names() + ")");
+        if (model::find_policy(n) == nullptr) throw InputError("", "--policies", unknown_policy(n));
         if (!seen.insert(n).second) throw InputError("", "--policies", "\"" + n + "\" is listed twice");
     }
     const Scenario scenario = load_scenario(args.target, args.overrides);

@@ -10,6 +10,7 @@
 
 #include "model/invariants.hpp"
 #include "sim/io/json_fields.hpp"
+#include "sim/io/suggest.hpp"
 #include "sim/report/metrics.hpp"
 
 namespace kvcheck::sim {
@@ -186,7 +187,8 @@ std::vector<std::string> invariant_list(const nlohmann::json& value, const std::
     for (std::size_t i = 0; i < value.size(); ++i) {
         const std::string name = value[i].is_string() ? value[i].get<std::string>() : "";
         if (!model::is_invariant(name))
-            problems.add(pointer + "/" + std::to_string(i), "unknown invariant " + brief(value[i]));
+            problems.add(pointer + "/" + std::to_string(i),
+                         "unknown invariant " + brief(value[i]) + did_you_mean(name, invariant_name_list()));
         else
             out.push_back(name);
     }

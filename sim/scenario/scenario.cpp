@@ -10,6 +10,7 @@
 #include "model/invariants.hpp"
 #include "sim/io/files.hpp"
 #include "sim/io/json_fields.hpp"
+#include "sim/io/suggest.hpp"
 #include "sim/report/metrics.hpp"
 #include "sim/scenario/expect.hpp"
 
@@ -44,11 +45,8 @@ void parse_model(const nlohmann::json& value, Scenario& s, Problems& problems) {
         s.preset = value.get<std::string>();
         if (const model::ModelConfig* p = model::find_preset(s.preset))
             s.model = *p;
-        else {
-            std::string names;
-            for (const auto& c : model::presets()) names += (names.empty() ? "" : ", ") + c.name;
-            problems.add("/model", "unknown preset \"" + s.preset + "\" (known: " + names + ")");
-        }
+        else
+            problems.add("/model", unknown_preset(s.preset));
         return;
     }
     Fields f(value, "/model", problems);
@@ -466,7 +464,7 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
     s.seed = top.unsigned_number("seed", 1, 0, ~0ULL);
     const std::string policy = top.text("policy", "validated");
     if (model::find_policy(policy) == nullptr)
-        problems.add("/policy", "unknown policy \"" + policy + "\" (known: " + model::policy_names() + ")");
+        problems.add("/policy", unknown_policy(policy));
     else
         s.policy = policy;
     const std::string rollout = top.choice("rollout", "cross-request", {"off", "intra-request", "cross-request"});
@@ -510,8 +508,9 @@ Scenario parse(const std::string& path, const std::vector<Override>& overrides, 
         else
             for (const auto& [key, item] : e->items()) {
                 if (key != "*" && model::find_policy(key) == nullptr)
-                    problems.add("/expect/" + pointer_escape(key),
-                                 "unknown policy \"" + key + "\" (use \"*\" for any policy)");
+                    problems.add("/expect/" + pointer_escape(key), "unknown policy \"" + key + "\"" +
+                                                                       did_you_mean(key, policy_name_list()) +
+                                                                       " (use \"*\" for any policy)");
                 s.expect[key] = parse_expectation(item, "/expect/" + pointer_escape(key), s, problems);
             }
     }

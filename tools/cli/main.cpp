@@ -17,6 +17,7 @@
 
 #include "sim/io/input_error.hpp"
 #include "sim/io/shell_word.hpp"
+#include "sim/io/suggest.hpp"
 #include "sim/io/version.hpp"
 #include "sim/run/suite.hpp"
 #include "tools/cli/commands.hpp"
@@ -104,21 +105,45 @@ std::string unknown_command(CLI::App& app) {
     const std::vector<std::string> rest = at->remaining();
     if (rest.empty() || rest.front().starts_with("-") || at->get_subcommands({}).empty()) return "";
     std::string known;
-    for (const CLI::App* sub : at->get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
+    std::vector<std::string> names;
+    for (const CLI::App* sub : at->get_subcommands({})) {
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+        names.push_back(sub->get_name());
+    }
     return kvcheck::sim::InputError("", "command line",
-                                    "unknown command \"" + rest.front() + "\" (known: " + known + ")")
+                                    "unknown command \"" + rest.front() + "\"" +
+                                        kvcheck::sim::did_you_mean(rest.front(), names) + " (known: " + known + ")")
         .what();
 }
 
+// The command's name as typed: "kvcheck trace stats".
+std::string command_path(const CLI::App& at) {
+    std::string path = at.get_name();
+    for (const CLI::App* up = at.get_parent(); up != nullptr; up = up->get_parent())
+        path =
+            (up->get_parent() == nullptr ? std::string("kvcheck") : up->get_name()) + (path.empty() ? "" : " ") + path;
+    return path.empty() ? "kvcheck" : path;
+}
+
 // CLI11 checks required arguments before it reports words it did not expect, so `run --bogus`
-// would say the scenario is missing; this names the first unexpected option instead. Empty when
-// no option was left over.
+// would say the scenario is missing; this names the first unexpected option instead, and the
+// option of the command it most likely meant. Empty when no option was left over.
 std::string unexpected_option(CLI::App& app) {
-    for (const std::string& word : innermost_command(app).remaining())
-        if (word.size() > 1 && word.starts_with("-"))
-            return kvcheck::sim::InputError("", word,
-                                            "The following argument was not expected: " + word + " (see --help)")
+    const CLI::App& at = innermost_command(app);
+    std::vector<std::string> names;
+    for (const CLI::Option* option : at.get_options()) {
+        for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+        for (const std::string& name : option->get_snames()) names.push_back("-" + name);
+    }
+    for (const std::string& word : at.remaining())
+        if (word.size() > 1 && word.starts_with("-")) {
+            const std::string option = word.substr(0, word.find('='));
+            return kvcheck::sim::InputError("", option,
+                                            "unknown option \"" + option + "\" for " + command_path(at) +
+                                                kvcheck::sim::did_you_mean(option, names) + " (see " +
+                                                command_path(at) + " --help)")
                 .what();
+        }
     return "";
 }
 
@@ -195,7 +220,9 @@ int main(int argc, char** argv) {
             return stdout_written() ? code : 2;
         }
         std::string unknown = unknown_command(app);
-        if (unknown.empty() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) unknown = unexpected_option(app);
+        if (unknown.empty() && (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr ||
+                                dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr))
+            unknown = unexpected_option(app);
         std::fprintf(stderr, "kvcheck: %s\n", (unknown.empty() ? command_line_error(e.what()) : unknown).c_str());
         drop_passing_junit(argc, argv);
         return 2;

@@ -12,6 +12,7 @@
 
 #include "model/policy.hpp"
 #include "sim/io/input_error.hpp"
+#include "sim/io/suggest.hpp"
 #include "sim/run/suite.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "tools/cli/commands.hpp"
@@ -210,8 +211,7 @@ void register_run(CLI::App& app, Common& common) {
     cmd->callback([args, &common] {
         args->suite.overrides = read_overrides(args->sets);
         if (!args->suite.policy.empty() && model::find_policy(args->suite.policy) == nullptr)
-            throw sim::InputError(
-                "", "--policy", "unknown policy \"" + args->suite.policy + "\" (known: " + model::policy_names() + ")");
+            throw sim::InputError("", "--policy", sim::unknown_policy(args->suite.policy));
         common.exit_code = run_command(*args);
     });
 }
