@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -12,14 +13,20 @@
 
 namespace kvcheck::replay {
 
-std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend, int jobs) {
+std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend, int jobs,
+                                       const std::function<void(const ScheduleResult&)>& finished) {
     std::vector<std::optional<ScheduleResult>> slots(schedules.size());
     std::vector<std::exception_ptr> errors(schedules.size());
     std::atomic<std::size_t> next{0};
+    std::mutex report;
     const auto work = [&] {
         for (std::size_t i; (i = next.fetch_add(1)) < schedules.size();) {
             try {
                 slots[i] = replay_schedule(schedules[i], backend);
+                if (finished) {
+                    const std::lock_guard<std::mutex> one_at_a_time(report);
+                    finished(*slots[i]);
+                }
             } catch (...) {
                 errors[i] = std::current_exception();
                 next.store(schedules.size());  // stop handing out work

@@ -2,6 +2,7 @@
 // threads that replays them (`kvcheck replay --jobs`).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@ std::vector<std::string> schedule_files(const std::string& path);
 
 // Replays every schedule on `jobs` threads. Each schedule is replayed alone with its own
 // sessions, so its result does not depend on the thread or the order; results keep the input
-// order. The first exception (by schedule order) is rethrown.
-std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend, int jobs);
+// order. The first exception (by schedule order) is rethrown. `finished`, when given, is called
+// once per schedule as it completes (in completion order, one call at a time), for progress.
+std::vector<ScheduleResult> replay_all(const std::vector<Schedule>& schedules, const Backend& backend, int jobs,
+                                       const std::function<void(const ScheduleResult&)>& finished = {});
 
 }  // namespace kvcheck::replay

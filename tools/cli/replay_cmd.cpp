@@ -1,6 +1,7 @@
 // `kvcheck replay DIR --backend cpu|cuda`: replays every *.json schedule in DIR (or one file) with
 // the tiny model, compares resumed against recomputed outputs bit for bit, and checks the
 // simulator's oracle: exit 0 when every divergence matches it, 1 otherwise, 2 on bad input.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "sim/io/input_error.hpp"
 #include "sim/io/shell_word.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/progress.hpp"
 
 namespace kvcheck::cli {
 
@@ -46,6 +48,40 @@ void print_table(const replay::Summary& summary, const std::string& backend, boo
         summary.agree, summary.false_alarm, summary.miss, summary.recaptures);
 }
 
+// A replay of many schedules takes minutes: a live line on a terminal, and elsewhere (a CI log) a
+// plain line every 10 s, each with the counts so far, so a disagreement shows before the end.
+class RunningSummary {
+public:
+    explicit RunningSummary(std::size_t total)
+        : total_(total), progress_(std::make_shared<Progress>(false, "replay")),
+          last_(std::chrono::steady_clock::now()), started_(last_) {}
+
+    void operator()(const replay::ScheduleResult& r) {
+        ++done_;
+        (r.bit_exact ? bit_exact_ : diverged_) += 1;
+        if (r.agreement != replay::Agreement::agree) ++disagree_;
+        const std::string counts = "of " + std::to_string(total_) + " schedules, bit_exact " +
+                                   std::to_string(bit_exact_) + " diverged " + std::to_string(diverged_) +
+                                   " oracle disagreements " + std::to_string(disagree_);
+        progress_->update(done_, total_, counts);
+        const auto now = std::chrono::steady_clock::now();
+        if (::isatty(STDERR_FILENO) == 1 || now - last_ < std::chrono::seconds(10) || done_ == total_) return;
+        last_ = now;
+        std::fprintf(stderr, "replay: %llu %s after %.0f s\n", static_cast<unsigned long long>(done_), counts.c_str(),
+                     std::chrono::duration<double>(now - started_).count());
+    }
+
+private:
+    std::size_t total_;
+    std::size_t done_ = 0;
+    std::size_t bit_exact_ = 0;
+    std::size_t diverged_ = 0;
+    std::size_t disagree_ = 0;
+    std::shared_ptr<Progress> progress_;  // shared: std::function copies its target
+    std::chrono::steady_clock::time_point last_;
+    std::chrono::steady_clock::time_point started_;
+};
+
 int run_replay(const ReplayOptions& options) {
     if (options.no_graph_guard && options.backend != "cuda")
         throw sim::InputError("", "--no-graph-guard",
@@ -73,7 +109,8 @@ int run_replay(const ReplayOptions& options) {
     for (const std::string& file : files) schedules.push_back(replay::load_schedule(file));
     // The CUDA backend already runs each step in parallel and its sessions share one device.
     const int jobs = options.jobs > 0 ? options.jobs : options.backend == "cpu" ? 2 : 1;
-    const replay::Summary summary = replay::summarize(replay::replay_all(schedules, *backend, jobs));
+    const replay::Summary summary =
+        replay::summarize(replay::replay_all(schedules, *backend, jobs, RunningSummary(schedules.size())));
     nlohmann::json document = replay::summary_json(summary, backend->name());
     document["graph_guard"] = !options.no_graph_guard;
     write_result_file(options.out, "replay.json", document);
