@@ -151,9 +151,8 @@ TEST(Warnings, NoSharedPrefixWarnsNoHits) {
     // A suite's JUnit case carries the warning as its output, --quiet or not.
     const fs::path junit = out / "junit.xml";
     ASSERT_EQ(kvcheck({"run", file.parent_path().string(), "--quiet", "--junit", junit.string()}).code, 0);
-    EXPECT_NE(
-        read_text(junit).find("<system-out>warning: prefix caching found nothing to reuse: none of the 2 requests"),
-        std::string::npos)
+    EXPECT_NE(read_text(junit).find("\nwarning: prefix caching found nothing to reuse: none of the 2 requests"),
+              std::string::npos)
         << read_text(junit);
     const nlohmann::json one =
         run_json(toy_scenario("one", nlohmann::json::array({request(0, 48, {1, 2, 3})})), "validated");

@@ -33,42 +33,63 @@ TEST(TimelineTest, AnEmptyTimelineIsTheProcessNameAlone) {
     EXPECT_EQ(text.back(), '\n');
     const json parsed = json::parse(text);
     EXPECT_EQ(parsed.dump() + "\n", text);
-    ASSERT_EQ(parsed["traceEvents"].size(), 1u);
+    ASSERT_EQ(parsed["traceEvents"].size(), 2u);
     EXPECT_EQ(parsed["traceEvents"][0]["ph"], "M");
     EXPECT_EQ(parsed["traceEvents"][0]["args"]["name"], "kvcheck");
+    EXPECT_EQ(parsed["traceEvents"][1]["name"], "thread_name");
+    EXPECT_EQ(parsed["traceEvents"][1]["tid"], 0);
+    EXPECT_EQ(parsed["traceEvents"][1]["args"]["name"], "faults and violations");
     EXPECT_EQ(parsed["displayTimeUnit"], "ms");
 }
 
+// Proves: every track is named (the instants' track 0, request uid's track uid + 1), a request
+// slice carries its verdict and reason, events keep their order among the memory samples, and
+// the first request past the cap leaves an instant that says so and is counted.
 TEST(TimelineTest, SpansInstantsAndSamplesComeOutInOrderAndCapped) {
     Timeline t(2);
     const kvcheck::model::World world = kvcheck::model::fixtures::toy_world();
     t.memory(0, world);
-    t.span(0, "request", 1'000, 5'000, "12 in, 3 out");
+    t.span(0, "request", 1'000, 5'000, "12 in, 3 out", "partial_recompute", "swa_window.window_expired cut 64 tokens");
     t.span(2, "request", 1'000, 5'000, "not tracked");  // uid 2 is past the first two requests
-    t.memory(500'000, world);                           // less than 1 ms after the last sample
+    t.span(3, "request", 1'500, 5'000, "not tracked either");
+    t.memory(500'000, world);  // less than 1 ms after the last sample
     t.instant("F2 load failure", 2'000'000, "io_fail \"op\" 1");
     t.memory(2'000'000, world);
     t.span(1, "io_wait", 3'000, 3'500);
+    EXPECT_EQ(t.untracked_requests(), 2u);
     const std::string text = t.dump();
     const json parsed = json::parse(text);
     EXPECT_EQ(parsed.dump() + "\n", text) << "the streamed file differs from the value dumped whole";
     const json& events = parsed["traceEvents"];
-    ASSERT_EQ(events.size(), 6u);
-    EXPECT_EQ(events[1]["name"], "memory_bytes");
-    EXPECT_EQ(events[1]["ph"], "C");
-    EXPECT_EQ(events[1]["args"].size(), static_cast<std::size_t>(kvcheck::model::kFormCount) + 1);
-    EXPECT_EQ(events[2]["name"], "request");
-    EXPECT_EQ(events[2]["tid"], 0);
-    EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1.0);
-    EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 4.0);
-    EXPECT_EQ(events[2]["args"]["detail"], "12 in, 3 out");
-    EXPECT_EQ(events[3]["ph"], "i");
-    EXPECT_EQ(events[3]["s"], "g");
-    EXPECT_EQ(events[3]["args"]["detail"], "io_fail \"op\" 1");
+    ASSERT_EQ(events.size(), 10u);
+    for (int track = 0; track < 3; ++track) {
+        EXPECT_EQ(events[1 + track]["name"], "thread_name");
+        EXPECT_EQ(events[1 + track]["tid"], track);
+        EXPECT_EQ(events[1 + track]["args"]["name"],
+                  track == 0 ? "faults and violations" : "request " + std::to_string(track - 1));
+    }
     EXPECT_EQ(events[4]["name"], "memory_bytes");
-    EXPECT_DOUBLE_EQ(events[4]["ts"].get<double>(), 2000.0);
-    EXPECT_EQ(events[5]["name"], "io_wait");
-    EXPECT_FALSE(events[5].contains("args")) << "a span without detail has no args";
+    EXPECT_EQ(events[4]["ph"], "C");
+    EXPECT_EQ(events[4]["args"].size(), static_cast<std::size_t>(kvcheck::model::kFormCount) + 1);
+    EXPECT_EQ(events[5]["name"], "request");
+    EXPECT_EQ(events[5]["tid"], 1);
+    EXPECT_DOUBLE_EQ(events[5]["ts"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(events[5]["dur"].get<double>(), 4.0);
+    EXPECT_EQ(events[5]["args"]["detail"], "12 in, 3 out");
+    EXPECT_EQ(events[5]["args"]["verdict"], "partial_recompute");
+    EXPECT_EQ(events[5]["args"]["reason"], "swa_window.window_expired cut 64 tokens");
+    EXPECT_EQ(events[6]["name"], "timeline request cap reached");
+    EXPECT_EQ(events[6]["tid"], 0);
+    EXPECT_EQ(events[6]["args"]["detail"].get<std::string>().rfind("request 2 and every later one have no track", 0),
+              0u);
+    EXPECT_EQ(events[7]["ph"], "i");
+    EXPECT_EQ(events[7]["s"], "g");
+    EXPECT_EQ(events[7]["args"]["detail"], "io_fail \"op\" 1");
+    EXPECT_EQ(events[8]["name"], "memory_bytes");
+    EXPECT_DOUBLE_EQ(events[8]["ts"].get<double>(), 2000.0);
+    EXPECT_EQ(events[9]["name"], "io_wait");
+    EXPECT_EQ(events[9]["tid"], 2);
+    EXPECT_FALSE(events[9].contains("args")) << "a span without detail has no args";
 }
 
 // Proves: fault instants stop at the cap, and the first one past it leaves one instant of its own,
@@ -84,8 +105,8 @@ TEST(TimelineTest, InstantsStopAtTheirCapAndSaySo) {
     for (std::size_t i = 0; i < 5; ++i) t.instant("past the cap", taken + i, "dropped");
     t.instant("violation OR1_ground_truth", taken + 5, "request 3 ...", false);
     const json events = json::parse(t.dump())["traceEvents"];
-    ASSERT_EQ(events.size(), 1 + taken + 2);
-    const json& cap = events[1 + taken];
+    ASSERT_EQ(events.size(), 2 + taken + 2);  // the process and track names, the instants, the cap's, the violation
+    const json& cap = events[2 + taken];
     EXPECT_EQ(cap["name"], "timeline instant cap reached");
     EXPECT_DOUBLE_EQ(cap["ts"].get<double>(), static_cast<double>(taken) / 1000.0);
     EXPECT_EQ(cap["args"]["detail"].get<std::string>().rfind("this and 4 later fault instants are not drawn", 0), 0u)
@@ -120,6 +141,7 @@ TEST(TimelineTest, ANaiveQuickstartRunDrawsRequestsFaultsViolationsAndMemory) {
     const json events = run_timeline("quickstart.json", "naive")["traceEvents"];
     std::set<std::uint32_t> finished;
     std::set<std::string> violations;
+    std::size_t corrupted = 0;
     std::size_t faults = 0;
     std::size_t samples = 0;
     double last_sample_ts = -1e18;
@@ -131,6 +153,12 @@ TEST(TimelineTest, ANaiveQuickstartRunDrawsRequestsFaultsViolationsAndMemory) {
             EXPECT_GE(e["dur"].get<double>(), 0.0);
             if (name == "request") {
                 EXPECT_TRUE(finished.insert(e["tid"].get<std::uint32_t>()).second) << "two request spans";
+                const std::string verdict = e["args"].value("verdict", "");
+                EXPECT_TRUE(verdict == "resumable" || verdict == "io_wait" || verdict == "partial_recompute" ||
+                            verdict == "full_recompute")
+                    << e;
+                EXPECT_FALSE(e["args"].value("reason", "").empty()) << e;
+                if (e["args"]["reason"].get<std::string>().starts_with("silent corruption: ")) ++corrupted;
             }
         } else if (ph == "i") {
             if (name.rfind("violation ", 0) == 0) {
@@ -149,7 +177,9 @@ TEST(TimelineTest, ANaiveQuickstartRunDrawsRequestsFaultsViolationsAndMemory) {
         }
     }
     EXPECT_GT(finished.size(), 0u);
-    EXPECT_LE(*finished.rbegin(), 1'999u) << "tracks are drawn for the first 2,000 requests only";
+    EXPECT_EQ(finished.size(), 400u) << "every request of the run has its track";
+    EXPECT_EQ(*finished.rbegin(), 400u) << "request uid is on track uid + 1";
+    EXPECT_GT(corrupted, 0u) << "a corrupted request's slice says so";
     EXPECT_GT(faults, 0u) << "quickstart injects faults";
     EXPECT_TRUE(violations.count("violation OR1_ground_truth")) << "the naive rule corrupts quickstart's resumes";
     EXPECT_GT(samples, 1u);

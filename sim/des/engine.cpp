@@ -52,6 +52,10 @@ struct Tracking {
     bool looked_up = false;
     bool stale = false;
     bool loaded = false;  // a load for it completed (its read may take tokens from host or disk)
+    // For its timeline slice: the first lookup's verdict and why it fell short, or the invariant
+    // its read broke when it was silently corrupted.
+    std::string verdict;
+    std::string reason;
 };
 
 class Engine {
@@ -114,6 +118,7 @@ public:
         metrics_.resume_grain_tokens = world_.grain_tokens;
         metrics_.unfired_faults = faults_.unfired();
         metrics_.trace_id_count_warning = arrivals_->id_count_warning();
+        metrics_.timeline_untracked_requests = timeline_.untracked_requests();
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next(), override_texts(s_)};
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};
@@ -166,7 +171,7 @@ private:
                         ? sessions_->spec(turn, uid, record)
                         : std::make_shared<model::RequestSpec>(model::make_request_spec(
                               uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
-        admit(std::move(spec), Tracking{uid, turn, false, now_, 0, 0, 0, false, false}, from_stream);
+        admit(std::move(spec), Tracking{uid, turn, false, now_, 0, 0, 0, false, false, false, {}, {}}, from_stream);
     }
 
     void admit(std::shared_ptr<const model::RequestSpec> spec, const Tracking& tracking, bool from_stream) {
@@ -189,7 +194,7 @@ private:
             const std::uint32_t uid = static_cast<std::uint32_t>(metrics_.requests++);
             ++forked_;
             admit(std::make_shared<model::RequestSpec>(model::sample_of(*first, uid, sample)),
-                  Tracking{uid, turn, true, now_, 0, 0, 0, false, false}, false);
+                  Tracking{uid, turn, true, now_, 0, 0, 0, false, false, false, {}, {}}, false);
         }
     }
 
@@ -308,7 +313,7 @@ private:
     // a session's next turn may start.
     void end_request(std::uint32_t r, const std::string& detail) {
         const Tracking& t = tracking_[r];
-        timeline_.span(t.uid, "request", t.arrival_ns, now_, detail);
+        timeline_.span(t.uid, "request", t.arrival_ns, now_, detail, t.verdict, t.reason);
         world_.release_request(r);
         ++finished_;
         if (sessions_ && !t.sibling)
@@ -320,6 +325,17 @@ private:
         Tracking& t = tracking_[r];
         t.looked_up = true;
         t.hash_hit_len = res.hash_hit_len;
+        if (timeline_.tracks(t.uid)) {
+            t.verdict = std::string(model::verdict_name(res.verdict));
+            const auto top =
+                std::max_element(res.misses.begin(), res.misses.end(),
+                                 [](const model::Miss& a, const model::Miss& b) { return a.tokens < b.tokens; });
+            t.reason = top != res.misses.end() ? std::string(model::form_name(top->form)) + "." +
+                                                     std::string(model::miss_reason_name(top->reason)) + " cut " +
+                                                     std::to_string(top->tokens) + " tokens"
+                       : res.hash_hit_len == 0 ? "no cached prefix"
+                                               : "hit of " + std::to_string(res.hash_hit_len) + " tokens, nothing cut";
+        }
         metrics_.count_lookup(res, world_.requests[r].spec->input_tokens);
     }
 
@@ -506,6 +522,8 @@ private:
                                       [](const model::Violation& v) { return model::corrupts_output(v.invariant); });
         if (bad == found.end()) return;
         ++metrics_.silent_corruptions;
+        if (timeline_.tracks(tracking_[r].uid))
+            tracking_[r].reason = "silent corruption: " + bad->invariant + " (" + bad->message.substr(0, 160) + ")";
         if (metrics_.corruption_examples.size() >= 20) return;
         Corruption c;
         c.request = tracking_[r].uid;

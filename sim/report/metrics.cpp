@@ -371,7 +371,8 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
         {"sim_time_s", static_cast<double>(m.sim_time_ns) / 1e9},
         {"final_state_hash", hash},
         {"unseed", unseed},
-        {"warnings", warnings_json(m)}};
+        {"warnings", warnings_json(m)},
+        {"timeline_untracked_requests", m.timeline_untracked_requests}};
     if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
     if (m.samples_forked) report["samples_forked"] = *m.samples_forked;
     if (!info.overrides.empty())

@@ -152,7 +152,8 @@ struct Metrics {
     std::uint64_t events = 0;
     std::uint64_t sim_time_ns = 0;
     bool event_bound_hit = false;
-    std::string trace_id_count_warning;       // the trace's hash_ids counts that disagreed (id_count_warning)
+    std::uint64_t timeline_untracked_requests = 0;  // requests timeline.json drew no track for (its cap)
+    std::string trace_id_count_warning;             // the trace's hash_ids counts that disagreed (id_count_warning)
     std::vector<std::string> unfired_faults;  // scheduled or aimed fault entries that never fired, as /faults/N (...)
     std::optional<SessionCounts> sessions;    // only in runs with sessions
     std::optional<std::uint64_t> samples_forked;  // only with parallel sampling: requests forked for answers 1..n-1

@@ -1,7 +1,9 @@
 // Chrome trace event writer.
 #include "sim/report/timeline.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -12,21 +14,35 @@ double us(std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 }  // namespace
 
 void Timeline::span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns,
-                    const std::string& detail) {
-    if (!tracks(uid)) return;
-    events_.push_back({name, detail, start_ns, end_ns - start_ns, uid, true});
+                    const std::string& detail, const std::string& verdict, const std::string& reason) {
+    if (!tracks(uid)) {
+        if (std::string_view(name) == "request") ++untracked_;  // its last span: one a request
+        if (!request_cap_marked_) {
+            request_cap_marked_ = true;
+            events_.push_back({"timeline request cap reached",
+                               "request " + std::to_string(uid) +
+                                   " and every later one have no track: the timeline draws the first " +
+                                   std::to_string(max_requests_) +
+                                   " requests (limits.timeline_requests; report.json's timeline_untracked_requests "
+                                   "counts the rest)",
+                               "", "", start_ns, 0, 0, false});
+        }
+        return;
+    }
+    tracked_ = std::max(tracked_, uid + 1);
+    events_.push_back({name, detail, verdict, reason, start_ns, end_ns - start_ns, uid, true});
 }
 
 void Timeline::instant(const std::string& name, std::uint64_t at_ns, const std::string& detail, bool capped) {
     if (capped && instants_ >= kMaxInstants) {
         if (dropped_instants_++ == 0) {
             cap_event_ = events_.size();
-            events_.push_back({"timeline instant cap reached", "", at_ns, 0, 0, false});  // detail written by write()
+            events_.push_back({"timeline instant cap reached", "", "", "", at_ns, 0, 0, false});  // detail by write()
         }
         return;
     }
     if (capped) ++instants_;
-    events_.push_back({name, detail, at_ns, 0, 0, false});
+    events_.push_back({name, detail, "", "", at_ns, 0, 0, false});
 }
 
 void Timeline::memory(std::uint64_t at_ns, const model::World& w) {
@@ -59,6 +75,14 @@ void Timeline::write(std::ostream& out) const {
         out << event;  // compact, as dump() writes it
     };
     emit({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "kvcheck"}}}});
+    // Track 0 holds the instants; request uid's spans are on track uid + 1, named after it.
+    emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "faults and violations"}}}});
+    nlohmann::json thread = {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", ""}}}};
+    for (std::uint32_t uid = 0; uid < tracked_; ++uid) {
+        thread["tid"] = uid + 1;
+        thread["args"]["name"] = "request " + std::to_string(uid);
+        emit(thread);
+    }
     // One counter value, refilled for every sample: its keys are allocated once.
     nlohmann::json counter = {
         {"name", "memory_bytes"}, {"ph", "C"}, {"pid", 1}, {"ts", 0.0}, {"args", nlohmann::json::object()}};
@@ -86,9 +110,11 @@ void Timeline::write(std::ostream& out) const {
         event["ts"] = us(e.at_ns);
         if (e.span) {
             event["ph"] = "X";
-            event["tid"] = e.uid;
+            event["tid"] = e.uid + 1;
             event["dur"] = us(e.duration_ns);
             if (!e.detail.empty()) event["args"]["detail"] = e.detail;
+            if (!e.verdict.empty()) event["args"]["verdict"] = e.verdict;
+            if (!e.reason.empty()) event["args"]["reason"] = e.reason;
         } else {
             event["ph"] = "i";
             event["s"] = "g";

@@ -1,7 +1,8 @@
-// timeline.json in the Chrome trace event format (opens in Perfetto): one track per request for
-// the first N requests (lookup, I/O wait, prefill, decode), instants for faults and violations,
-// and counters for GPU memory by form. Bounded: it never grows past its request, instant and
-// sample caps, and says where it stopped drawing fault instants.
+// timeline.json in the Chrome trace event format (opens in Perfetto): one named track per request
+// for the first N requests (its request span carries the lookup's verdict and why it fell short,
+// then I/O wait and prefill), a track of instants for faults and violations, and counters for
+// GPU memory by form. Bounded: it never grows past its request, instant and sample caps, and an
+// instant says where it stopped drawing requests or fault instants.
 #pragma once
 
 #include <array>
@@ -19,8 +20,12 @@ public:
     explicit Timeline(std::uint32_t max_requests) : max_requests_(max_requests) {}
 
     bool tracks(std::uint32_t uid) const { return uid < max_requests_; }
+    // A span on request uid's track; past the request cap nothing, but the first request past it
+    // leaves an instant that says so. `verdict` and `reason` go into the slice's args when given.
     void span(std::uint32_t uid, const char* name, std::uint64_t start_ns, std::uint64_t end_ns,
-              const std::string& detail = "");
+              const std::string& detail = "", const std::string& verdict = "", const std::string& reason = "");
+    // Requests that ended without a track for the cap (report.json's timeline_untracked_requests).
+    std::uint64_t untracked_requests() const { return untracked_; }
     // False once the instant cap is reached: callers then skip building details.
     bool takes_instants() const { return instants_ < kMaxInstants; }
     // A fault instant. Past the cap it is counted, not drawn; the first one past it leaves an
@@ -42,6 +47,8 @@ private:
     struct Event {
         std::string name;
         std::string detail;
+        std::string verdict;
+        std::string reason;
         std::uint64_t at_ns = 0;
         std::uint64_t duration_ns = 0;
         std::uint32_t uid = 0;
@@ -60,6 +67,9 @@ private:
     std::size_t instants_ = 0;
     std::size_t dropped_instants_ = 0;
     std::size_t cap_event_ = 0;  // events_ index of the cap's own instant, once there is one
+    bool request_cap_marked_ = false;
+    std::uint64_t untracked_ = 0;
+    std::uint32_t tracked_ = 0;  // request tracks drawn: uids 0..tracked_-1
     std::uint64_t last_sample_ns_ = 0;
     std::uint64_t sample_spacing_ns_ = 1'000'000;
 };

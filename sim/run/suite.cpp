@@ -338,7 +338,7 @@ void remove_passing_junit(const std::string& file) {
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     const std::size_t suite = head.find("<testsuite name=\"kvcheck\" tests=\"");
-    if (suite == std::string::npos || head.find("\" failures=\"0\" errors=\"0\">", suite) == std::string::npos) return;
+    if (suite == std::string::npos || head.find("\" failures=\"0\" errors=\"0\"", suite) == std::string::npos) return;
     std::filesystem::remove(file, ec);
 }
 
