@@ -447,29 +447,51 @@ TEST_F(ReportTest, BadCompareManifestExitsTwoWithOneLine) {
     fs::remove_all(out);
 }
 
-// Headless Chromium lays out every chart and the page records no script or console error.
+// Proves: headless Chromium lays out every chart of every kind of page (a two-policy compare, a
+// three-policy compare, a single run, a suite's index), each page records no script or console
+// error, and none is wider than a 1,400-pixel window (three policies side by side included).
 TEST_F(ReportTest, HeadlessChromiumDrawsEveryChart) {
     if (!fs::exists(kChromium))
         GTEST_SKIP() << kChromium << " not found: install the Debian package chromium to run this check";
-    const std::string profile = fresh_dir("chromium-profile");
-    const std::string flags =
-        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
-        " --disable-component-update --disable-sync --enable-logging=stderr --v=0 --user-data-dir=" +
-        profile;
-    const Outcome o = run(
-        "timeout 120 " + std::string(kChromium) + flags + " --dump-dom file://" + compare_ + "/report.html", scratch_);
-    fs::remove_all(profile);
-    ASSERT_EQ(o.code, 0) << o.err;
-    const std::string dom = slurp(scratch_ + "/stdout.txt");
-    const std::size_t charts = count(html_, "<svg class=\"chart\"");
-    std::smatch m;
-    ASSERT_TRUE(
-        std::regex_search(dom, m, std::regex("<body data-charts-drawn=\"([0-9]+)\" data-page-errors=\"([0-9]+)\"")))
-        << "the page's check script did not run";
-    EXPECT_EQ(std::stoul(m[1].str()), charts);
-    EXPECT_EQ(m[2].str(), "0") << dom.substr(dom.find("id=\"page-errors\""), 400);
-    EXPECT_EQ(count(dom, "data-drawn=\"1\""), charts);
-    EXPECT_EQ(count(o.err, "Uncaught"), 0u) << o.err;
+    const std::string pages = fresh_dir("pages");
+    const std::string quickstart = kSource + "/scenarios/quickstart.json";
+    ASSERT_EQ(run(kBinary + " compare " + quickstart +
+                      " --policies validated,naive,no-revalidate --quiet --html --out " + pages + "/three",
+                  scratch_)
+                  .code,
+              1);
+    ASSERT_EQ(run(kBinary + " run " + quickstart + " --quiet --html --out " + pages + "/single", scratch_).code, 0);
+    ASSERT_EQ(run(kBinary + " run " + kSource + "/scenarios -k 'fault-f1*' --quiet --html --out " + pages + "/suite",
+                  scratch_)
+                  .code,
+              0);
+    for (const std::string& page : {compare_ + "/report.html", pages + "/three/report.html",
+                                    pages + "/single/report.html", pages + "/suite/index.html"}) {
+        SCOPED_TRACE(page);
+        const std::string profile = fresh_dir("chromium-profile");
+        const std::string flags =
+            " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+            " --disable-component-update --disable-sync --enable-logging=stderr --v=0 --window-size=1400,900"
+            " --user-data-dir=" +
+            profile;
+        const Outcome o = run("timeout 120 " + std::string(kChromium) + flags + " --dump-dom file://" + page, scratch_);
+        fs::remove_all(profile);
+        ASSERT_EQ(o.code, 0) << o.err;
+        const std::string dom = slurp(scratch_ + "/stdout.txt");
+        const std::size_t charts = count(slurp(page), "<svg class=\"chart\"");
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(
+            dom, m,
+            std::regex(
+                "<body data-charts-drawn=\"([0-9]+)\" data-page-errors=\"([0-9]+)\" data-overflow-x=\"(\\w+)\"")))
+            << "the page's check script did not run";
+        EXPECT_EQ(std::stoul(m[1].str()), charts);
+        EXPECT_EQ(m[2].str(), "0") << dom.substr(dom.find("id=\"page-errors\""), 400);
+        EXPECT_EQ(m[3].str(), "false") << "wider than a 1,400-pixel window";
+        EXPECT_EQ(count(dom, "data-drawn=\"1\""), charts);
+        EXPECT_EQ(count(o.err, "Uncaught"), 0u) << o.err;
+    }
+    fs::remove_all(pages);
 }
 
 // Proves: a share that is an exact half in decimal rounds up on the page, though its double lies
@@ -493,4 +515,84 @@ TEST(ReportEscape, MarkupAndCharactersXmlCannotHold) {
     EXPECT_EQ(kvcheck::sim::svg::escape("x\xEF\xBF\xBEy\xEF\xBF\xBFz"), "x" + replacement + "y" + replacement + "z");
     EXPECT_EQ(kvcheck::sim::svg::escape("b\xFFx"), "b" + replacement + "x");
     EXPECT_EQ(kvcheck::sim::svg::escape("t\tn\nr\r \xC3\xA9 \xEF\xBF\xBD"), "t\tn\nr\r \xC3\xA9 \xEF\xBF\xBD");
+}
+
+// Proves: the page says first whether the run passed, per column and for the page: a failing
+// column lists its failures and links its counterexample (the file exists), a passing column
+// whose corruptions its expectation allows shows them grey, not red; each names its reproduce
+// line and the kvcheck (with commit) that ran; `compare --html` writes the page itself.
+TEST_F(ReportTest, PageSaysTheVerdictFirst) {
+    const std::string out = fresh_dir("verdict");
+    const Outcome o =
+        run(kBinary + " compare " + kSource +
+                "/scenarios/quickstart.json --policies validated,naive,no-revalidate --quiet --html --out " + out,
+            scratch_);
+    EXPECT_EQ(o.code, 1) << o.err;  // no-revalidate has no expectation there: judged strictly, it fails
+    const std::string page = slurp(out + "/report.html");
+    const std::size_t top = page.find("<p class=\"verdict fail\">FAIL<span> 1 of the 3 runs failed: no-revalidate");
+    ASSERT_NE(top, std::string::npos) << page.substr(0, 2000);
+    EXPECT_LT(top, page.find("<h2>Comparison</h2>"));
+    EXPECT_EQ(count(page, "<p class=\"verdict pass\">PASS<span> judged by expect."), 2u);
+    EXPECT_NE(page.find("<p class=\"verdict fail\">FAIL<span> judged by strict"), std::string::npos);
+    EXPECT_NE(page.find("<li>48 silent corruptions</li>"), std::string::npos);
+    EXPECT_NE(page.find("invariant violations, as expect.naive expects</p>"), std::string::npos);
+    EXPECT_NE(page.find("class=\"badge allowed\""), std::string::npos);
+    EXPECT_EQ(count(page, "class=\"badge bad\""), 1u) << "only the failing column is red";
+    EXPECT_NE(page.find("--policy no-revalidate --seed 1</code>"), std::string::npos);
+    EXPECT_NE(page.find("(commit "), std::string::npos);
+    EXPECT_NE(page.find("<p class=\"description\">DeepSeek-V4 hybrid cache"), std::string::npos);
+    std::smatch link;
+    ASSERT_TRUE(std::regex_search(page, link, std::regex("counterexample: <a href=\"([^\"]+)\">")))
+        << page.substr(0, 3000);
+    EXPECT_EQ(link[1].str(), "no-revalidate/counterexample.json");
+    EXPECT_TRUE(fs::exists(out + "/" + link[1].str()));
+    fs::remove_all(out);
+}
+
+// Proves: `run DIR --out OUT` writes OUT/index.html over the suite: failures first, each linking
+// to its case's report (report.html with --html) and naming its reproduce line.
+TEST_F(ReportTest, SuiteRunWritesAnIndexPage) {
+    const std::string out = fresh_dir("index");
+    const Outcome o = run(kBinary + " run " + kSource +
+                              "/scenarios -k 'fault-f1*' -k preset-toy --policy naive --quiet --html --out " + out,
+                          scratch_);
+    EXPECT_EQ(o.code, 1) << o.err;
+    const std::string page = slurp(out + "/index.html");
+    EXPECT_NE(page.find("<p class=\"verdict fail\">FAIL<span> "), std::string::npos) << page;
+    std::vector<std::string> links;
+    const std::regex href("<a href=\"([^\"]+)\">");
+    for (auto it = std::sregex_iterator(page.begin(), page.end(), href); it != std::sregex_iterator(); ++it)
+        links.push_back((*it)[1].str());
+    EXPECT_EQ(links.size(), 4u);
+    for (const std::string& l : links) EXPECT_TRUE(fs::exists(out + "/" + l)) << l;
+    EXPECT_LT(page.find("class=\"badge bad\">failed"), page.find("class=\"badge ok\">passed")) << "failures first";
+    EXPECT_NE(page.find("<code>"), std::string::npos);
+    fs::remove_all(out);
+}
+
+// Proves: a count axis has whole-number ticks only (a top of 1 is "0" and "1", never "0, 0, 1,
+// 1, 1"), and a cumulative line drawn in steps holds each value to the next point.
+TEST(ReportCharts, CountTicksAreWholeAndCumulativeLinesStep) {
+    using kvcheck::sim::svg::Unit;
+    const std::vector<double> t = {0, 1, 2};
+    const std::vector<kvcheck::sim::svg::Line> line = {{"n", "#000", {0, 1, 1}}};
+    for (const double top : {1.0, 2.0, 6.0, 40.0}) {
+        const std::string chart = kvcheck::sim::svg::line_chart("c", t, 2, line, top, Unit::count);
+        std::vector<std::string> ticks;
+        const std::regex label("text-anchor=\"end\">([^<]+)</text>");
+        for (auto it = std::sregex_iterator(chart.begin(), chart.end(), label); it != std::sregex_iterator(); ++it)
+            ticks.push_back((*it)[1].str());
+        ASSERT_GE(ticks.size(), 2u) << top;
+        for (std::size_t i = 1; i < ticks.size(); ++i) EXPECT_NE(ticks[i], ticks[i - 1]) << top << ": " << chart;
+        EXPECT_EQ(ticks.back(), kvcheck::sim::svg::format_value(top, Unit::count));
+    }
+    const std::string ramp = kvcheck::sim::svg::line_chart("c", t, 2, line, 1, Unit::count);
+    const std::string steps = kvcheck::sim::svg::line_chart("c", t, 2, line, 1, Unit::count, true);
+    const auto points = [](const std::string& chart) {
+        const std::size_t at = chart.find("points=\"") + 8;
+        const std::string list = chart.substr(at, chart.find('"', at) - at);
+        return static_cast<std::size_t>(std::count(list.begin(), list.end(), ','));
+    };
+    EXPECT_EQ(points(ramp), 3u);
+    EXPECT_EQ(points(steps), 5u);  // each later point is reached by a flat step, then a rise
 }

@@ -14,6 +14,7 @@
 #include "sim/io/files.hpp"
 #include "sim/io/input_error.hpp"
 #include "sim/report/metrics.hpp"
+#include "sim/report/page_parts.hpp"
 #include "sim/report/report_svg.hpp"
 #include "sim/report/run_folders.hpp"
 
@@ -145,23 +146,53 @@ std::uint64_t total_violations(const json& r) {
     return n;
 }
 
-std::string cell_header(const NamedReport& nr, const Scales&) {
+// The run's verdict, from report.json's "verdict" (a report from before it has none): passed or
+// failed by which expectation, its failures, its reproduce line and its counterexample's link.
+std::string verdict_lines(const NamedReport& nr, const std::string& page_dir) {
+    const json* v = report_value(nr.report, "verdict");
+    if (v == nullptr || !v->is_object()) return "<p class=\"meta\">This report predates verdicts.</p>";
+    const bool passed = v->value("passed", false);
+    std::string out = std::string("<p class=\"verdict ") + (passed ? "pass" : "fail") + "\">" +
+                      (passed ? "PASS" : "FAIL") + "<span> judged by " + svg::escape(v->value("judged_by", "")) +
+                      "</span></p>";
+    if (!passed) {
+        out += "<ul class=\"failures\">";
+        for (const json& f : v->value("failures", json::array()))
+            out += "<li>" + svg::escape(f.get<std::string>()) + "</li>";
+        out += "</ul>";
+    }
+    out += "<p class=\"meta\">reproduce: <code>" + svg::escape(v->value("reproduce", "")) + "</code></p>";
+    if (const std::string file = v->value("counterexample", ""); !file.empty()) {
+        const std::filesystem::path target = std::filesystem::path(nr.file).parent_path() / file;
+        const std::string href =
+            page_dir.empty() ? target.string() : target.lexically_relative(page_dir).generic_string();
+        out += "<p class=\"meta\">counterexample: <a href=\"" + svg::escape(href) + "\">" + svg::escape(href) +
+               "</a>, the run shrunk to a few requests (replay it with kvcheck run)</p>";
+    }
+    return out;
+}
+
+std::string cell_header(const NamedReport& nr, const Scales&, const std::string& page_dir) {
     const json& r = nr.report;
     const auto corruptions = r["silent_corruptions"].get<std::uint64_t>();
     const std::uint64_t violations = total_violations(r);
+    const json* verdict = report_value(r, "verdict");
+    const bool allowed = verdict != nullptr && verdict->is_object() && verdict->value("passed", false);
     std::string out = "<h3>" + svg::escape(nr.name) + "</h3><p class=\"meta\">scenario " +
                       svg::escape(r["scenario"].get<std::string>()) + " · policy " +
                       svg::escape(r["policy"].get<std::string>()) + " · preset " +
                       svg::escape(r["preset"].get<std::string>().empty() ? "custom" : r["preset"].get<std::string>()) +
                       " · seed " + r["seed"].dump();
     for (const json& o : r.value("overrides", json::array())) out += " · --set " + svg::escape(o.get<std::string>());
-    out += "</p>";
+    out += "</p>" + verdict_lines(nr, page_dir);
+    // What the scenario expects of this policy is no alarm: a passing run's corruptions are grey.
     if (corruptions + violations == 0)
         out += "<p class=\"badge ok\">No silent corruption, no invariant violated</p>";
     else
-        out += "<p class=\"badge bad\">" + svg::format_value(static_cast<double>(corruptions), Unit::count) +
-               " silent corruptions · " + svg::format_value(static_cast<double>(violations), Unit::count) +
-               " invariant violations</p>";
+        out += std::string("<p class=\"badge ") + (allowed ? "allowed" : "bad") + "\">" +
+               svg::format_value(static_cast<double>(corruptions), Unit::count) + " silent corruptions · " +
+               svg::format_value(static_cast<double>(violations), Unit::count) + " invariant violations" +
+               (allowed ? ", as " + svg::escape(verdict->value("judged_by", "")) + " expects" : std::string()) + "</p>";
     if (r["event_bound_hit"].get<bool>())
         out += "<p class=\"badge warn\">The event bound was hit: this run stopped early.</p>";
     if (r.contains("warnings"))
@@ -175,17 +206,17 @@ std::string cell_rates(const NamedReport& nr, const Scales& s) {
     const std::vector<double> lookups = values(series["lookups"]), hits = values(series["hits"]);
     const std::vector<double> fallbacks = values(series["post_hit_fallbacks"]);
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    svg::Line hit{"hit rate", "#4e79a7", {}}, fallback{"post-hit fallback rate", "#e15759", {}};
+    svg::Line hit{"request hit rate", "#4e79a7", {}}, fallback{"post-hit fallback rate", "#e15759", {}};
     for (std::size_t i = 0; i < lookups.size(); ++i) {
         hit.y.push_back(lookups[i] > 0 ? hits[i] / lookups[i] : nan);
         fallback.y.push_back(hits[i] > 0 ? fallbacks[i] / hits[i] : nan);
     }
     const std::string final_rates =
-        "At the end: hit rate " + svg::format_value(number(nr.report, "hit_rate"), Unit::ratio) +
+        "At the end: request hit rate " + svg::format_value(number(nr.report, "hit_rate"), Unit::ratio) +
         ", post-hit fallback rate " + svg::format_value(number(nr.report, "post_hit_fallback_rate"), Unit::ratio) +
         ". Rates are cumulative since the start of the run.";
     const std::vector<svg::Line> lines = {hit, fallback};
-    return figure("Hit rate and post-hit fallback rate",
+    return figure("Request hit rate and post-hit fallback rate",
                   svg::line_chart("rates over time", values(series["t_s"]), s.t_max, lines, 1, Unit::ratio) +
                       svg::legend(lines),
                   final_rates);
@@ -303,7 +334,7 @@ std::string cell_latency(const NamedReport& nr, const Scales& s) {
                       " waits. report.json keeps the p50 and p99 of these distributions, not the whole distribution.") +
            figure("I/O wait summed over requests",
                   svg::line_chart("cumulative I/O wait", values(r["series"]["t_s"]), s.t_max, total,
-                                  svg::nice_ceiling(s.io_total_us_max, Unit::us), Unit::us));
+                                  svg::nice_ceiling(s.io_total_us_max, Unit::us), Unit::us, true));
 }
 
 std::string cell_corruptions(const NamedReport& nr, const Scales& s) {
@@ -311,7 +342,7 @@ std::string cell_corruptions(const NamedReport& nr, const Scales& s) {
     const std::vector<svg::Line> line = {{"silent corruptions", "#e15759", values(r["series"]["silent_corruptions"])}};
     std::string out = s.corruptions_max > 0
                           ? svg::line_chart("silent corruptions over time", values(r["series"]["t_s"]), s.t_max, line,
-                                            svg::nice_ceiling(s.corruptions_max, Unit::count), Unit::count)
+                                            svg::nice_ceiling(s.corruptions_max, Unit::count), Unit::count, true)
                           : "";
     const json& examples = r["corruption_examples"];
     if (number(r, "silent_corruptions") == 0)
@@ -428,14 +459,14 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
     };
     static const Row kRows[] = {
         {"requests", "requests", Unit::count},
-        {"hit_rate", "hit rate", Unit::ratio},
+        {"token_hit_rate", "token hit rate (vLLM's)", Unit::ratio},
+        {"hit_rate", "request hit rate", Unit::ratio},
         {"post_hit_fallback_rate", "post-hit fallback rate", Unit::ratio},
         {"verdicts.resumable", "verdict resumable", Unit::count},
         {"verdicts.io_wait", "verdict io_wait", Unit::count},
         {"verdicts.partial_recompute", "verdict partial_recompute", Unit::count},
         {"verdicts.full_recompute", "verdict full_recompute", Unit::count},
         {"silent_corruptions", "silent corruptions", Unit::count},
-        {"token_hit_rate", "token hit rate", Unit::ratio},
         {"reused_tokens", "reused tokens", Unit::count},
         {"recomputed_tokens", "recomputed tokens", Unit::count},
         {"ttft_ms.p50", "TTFT p50", Unit::ms},
@@ -463,47 +494,28 @@ std::string comparison_table(const std::vector<NamedReport>& reports) {
     return out + "</tr></table>";
 }
 
-constexpr const char* kStyle = R"(<style>
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:24px;background:#fff}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:18px 0 6px;border-bottom:1px solid #ddd;padding-bottom:3px}
-h3{font-size:16px;margin:0}.meta,.note{color:#555;font-size:12.5px;margin:4px 0}
-.grid{display:grid;grid-template-columns:repeat(var(--columns),minmax(460px,1fr));gap:6px 28px;overflow-x:auto}
-.grid>h2{grid-column:1/-1}figure{margin:0 0 10px}figcaption{font-weight:600;margin:6px 0 2px}
-svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:11px;fill:#333}
-.axes line{stroke:#e6e6e6}.legend span{margin-right:14px;font-size:12.5px;white-space:nowrap}
-.legend i{display:inline-block;width:11px;height:11px;margin-right:5px;vertical-align:-1px}
-table{border-collapse:collapse;font-size:12.5px;margin:4px 0}.cell table{width:100%}td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;vertical-align:top}
-table.comparison td:not(:first-child),table.counters td{text-align:right;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:2px 9px;border-radius:10px;font-size:12.5px;margin:6px 0}
-.ok{background:#e3f1e0;color:#235a1c}.bad{background:#fbe3e3;color:#8a1c1c}.warn{background:#fdf3d8;color:#6b5200}
-.empty{color:#666;font-style:italic}#page-errors:empty{display:none}#page-errors{color:#8a1c1c}
-</style>)";
-
-// Runs before anything else: errors raised while the page loads are kept for the check below.
-constexpr const char* kErrorTrap = R"(<script>
-var kvErrors = [];
-window.addEventListener('error', function (e) { kvErrors.push(String(e.message)); });
-var kvConsoleError = console.error;
-console.error = function () { kvErrors.push(Array.prototype.join.call(arguments, ' ')); kvConsoleError.apply(console, arguments); };
-</script>)";
-
-// Marks every chart the browser laid out with a non-empty box and publishes the error list.
-constexpr const char* kDrawCheck = R"(<script>
-(function () {
-  var drawn = 0;
-  document.querySelectorAll('svg.chart').forEach(function (chart) {
-    var box = chart.getBBox(), shown = chart.getBoundingClientRect();
-    if (box.width > 0 && box.height > 0 && shown.width > 0) { chart.setAttribute('data-drawn', '1'); drawn++; }
-  });
-  document.body.setAttribute('data-charts-drawn', String(drawn));
-  document.getElementById('page-errors').textContent = kvErrors.join('\n');
-  document.body.setAttribute('data-page-errors', String(kvErrors.length));
-})();
-</script>)";
-
 }  // namespace
 
-std::string report_html(const std::vector<NamedReport>& reports) {
+// The page's verdict, first thing on it: every run passed, or how many failed and which.
+std::string page_verdict(const std::vector<NamedReport>& reports) {
+    std::vector<std::string> failed;
+    std::size_t judged = 0;
+    for (const NamedReport& nr : reports) {
+        const json* v = report_value(nr.report, "verdict");
+        if (v == nullptr || !v->is_object()) continue;
+        ++judged;
+        if (!v->value("passed", false)) failed.push_back(nr.name);
+    }
+    if (judged == 0) return "";
+    std::string names;
+    for (const std::string& n : failed) names += (names.empty() ? "" : ", ") + n;
+    const std::string of = std::to_string(judged) + (judged == 1 ? " run" : " runs");
+    return failed.empty() ? "<p class=\"verdict pass\">PASS<span> every expectation of the " + of + " held</span></p>"
+                          : "<p class=\"verdict fail\">FAIL<span> " + std::to_string(failed.size()) + " of the " + of +
+                                " failed: " + svg::escape(names) + "</span></p>";
+}
+
+std::string report_html(const std::vector<NamedReport>& reports, const std::string& page_dir) {
     if (reports.empty()) throw InputError("", "", "no reports to render");
     std::set<std::string> scenarios;
     for (const NamedReport& nr : reports) scenarios.insert(nr.report["scenario"].get<std::string>());
@@ -511,17 +523,24 @@ std::string report_html(const std::vector<NamedReport>& reports) {
                                                     : "kvcheck report: " + std::to_string(reports.size()) + " runs";
     std::string names;
     for (const NamedReport& nr : reports) names += (names.empty() ? "" : ", ") + nr.name;
-    std::string page =
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + svg::escape(title) + "</title>\n" +
-        kErrorTrap + "\n" + kStyle + "\n</head><body>\n<h1>" + svg::escape(title) + "</h1>\n<p class=\"meta\">" +
-        std::to_string(reports.size()) + (reports.size() == 1 ? " run: " : " runs side by side: ") +
-        svg::escape(names) + " · report schema " + std::to_string(kReportSchemaVersion) +
-        " · every rate and count below is defined in docs/metrics.md</p>\n<pre id=\"page-errors\"></pre>\n";
+    const json* first = report_value(reports.front().report, "verdict");
+    const bool has_verdict = first != nullptr && first->is_object();
+    const std::string description = has_verdict ? first->value("description", "") : "";
+    const std::string made_by = has_verdict ? first->value("kvcheck", "") : "";
+    std::string page = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + svg::escape(title) +
+                       "</title>\n" + page::kErrorTrap + "\n" + page::kStyle + "\n</head><body>\n<h1>" +
+                       svg::escape(title) + "</h1>\n<p class=\"meta\">" + std::to_string(reports.size()) +
+                       (reports.size() == 1 ? " run: " : " runs side by side: ") + svg::escape(names) +
+                       " · report schema " + std::to_string(kReportSchemaVersion) +
+                       (made_by.empty() ? "" : " · " + svg::escape(made_by)) +
+                       " · every rate and count below is defined in docs/metrics.md</p>\n" +
+                       (description.empty() ? "" : "<p class=\"description\">" + svg::escape(description) + "</p>\n") +
+                       page_verdict(reports) + "<pre id=\"page-errors\"></pre>\n";
     if (reports.size() > 1) page += "<h2>Comparison</h2>\n" + comparison_table(reports) + "\n";
     const Scales scales = scales_of(reports);
     using Cell = std::function<std::string(const NamedReport&, const Scales&)>;
     const std::vector<std::pair<std::string, Cell>> rows = {
-        {"", cell_header},
+        {"", [&page_dir](const NamedReport& nr, const Scales& s) { return cell_header(nr, s, page_dir); }},
         {"Hits and post-hit fallbacks", cell_rates},
         {"Verdicts", cell_verdicts},
         {"Reuse per request", cell_reuse},
@@ -537,7 +556,7 @@ std::string report_html(const std::vector<NamedReport>& reports) {
         if (!heading.empty()) page += "<h2>" + svg::escape(heading) + "</h2>\n";
         for (const NamedReport& nr : reports) page += "<div class=\"cell\">" + cell(nr, scales) + "</div>\n";
     }
-    return page + "</div>\n" + kDrawCheck + "\n</body></html>\n";
+    return page + "</div>\n" + page::kDrawCheck + "\n</body></html>\n";
 }
 
 void write_report_html(const std::string& run_dir, const std::string& out_path) {
@@ -553,7 +572,7 @@ void write_report_html(const std::string& run_dir, const std::string& out_path) 
         throw InputError(out_path, "",
                          "is " + manifest +
                              ", the manifest this page's column order comes from; expected another file");
-    write_file_atomic(out_path, report_html(reports));
+    write_file_atomic(out_path, report_html(reports, std::filesystem::path(out_path).parent_path().string()));
 }
 
 }  // namespace kvcheck::sim

@@ -9,8 +9,10 @@
 
 namespace kvcheck::sim {
 
-// The page. Deterministic: the same reports give the same bytes.
-std::string report_html(const std::vector<NamedReport>& reports);
+// The page: the verdict first (from each report's "verdict"), then a comparison table and the
+// charts. Links (a run's counterexample) are relative to `page_dir`, the page's folder.
+// Deterministic: the same reports give the same bytes.
+std::string report_html(const std::vector<NamedReport>& reports, const std::string& page_dir = "");
 
 // Loads `run_dir` and writes the page to `out_path` atomically; an output path that is one of the
 // report.json files read, or the compare manifest, is an InputError.

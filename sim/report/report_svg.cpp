@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "sim/io/input_error.hpp"
 
@@ -19,8 +20,8 @@ constexpr double kPlotTop = 10;
 constexpr double kPlotBottom = 190;
 constexpr double kHeight = 216;
 constexpr double kRowHeight = 22;
-constexpr double kBarLeft = 214;
-constexpr double kBarWidth = 260;
+constexpr double kBarLeft = 250;
+constexpr double kBarWidth = 230;
 
 std::string fixed(double value, int decimals) {
     char buffer[64];
@@ -58,11 +59,23 @@ void add_point(std::string& points, double x, double y) {
 double x_of(double t, double t_max) { return kPlotLeft + t / t_max * (kPlotRight - kPlotLeft); }
 double y_of(double v, double y_max) { return kPlotBottom - std::clamp(v / y_max, 0.0, 1.0) * (kPlotBottom - kPlotTop); }
 
-// Grid, y labels at quarters of y_max, x labels in seconds of simulated time.
+// How many intervals the y axis gets: quarters, but for a count only as many as keep every tick
+// a whole number (a top of 1 has ticks 0 and 1, not "0, 0, 1, 1, 1" rounded from quarters).
+int y_intervals(double y_max, Unit unit) {
+    if (unit != Unit::count) return 4;
+    for (int n = 4; n > 1; --n) {
+        const double step = y_max / n;
+        if (step >= 1 && std::abs(step - std::round(step)) < 1e-9) return n;
+    }
+    return 1;
+}
+
+// Grid, y labels at even steps up to y_max, x labels in seconds of simulated time.
 std::string axes(double t_max, double y_max, Unit unit) {
     std::string out = "<g class=\"axes\">";
-    for (int i = 0; i <= 4; ++i) {
-        const double v = y_max * i / 4;
+    const int intervals = y_intervals(y_max, unit);
+    for (int i = 0; i <= intervals; ++i) {
+        const double v = y_max * i / intervals;
         const double y = y_of(v, y_max);
         out += "<line x1=\"" + fixed(kPlotLeft, 1) + "\" y1=\"" + fixed(y, 1) + "\" x2=\"" + fixed(kPlotRight, 1) +
                "\" y2=\"" + fixed(y, 1) + "\"/>";
@@ -151,14 +164,17 @@ double nice_ceiling(double value, Unit unit) {
 }
 
 std::string line_chart(const std::string& label, const std::vector<double>& t_s, double t_max,
-                       const std::vector<Line>& lines, double y_max, Unit unit) {
+                       const std::vector<Line>& lines, double y_max, Unit unit, bool steps) {
     if (t_s.size() < 2 || !(t_max > 0)) return no_series();
     std::string out = open_svg(label, kHeight) + "<title>" + escape(label) + "</title>" + axes(t_max, y_max, unit);
     for (const Line& line : lines) {
         std::string points;
+        double previous = std::numeric_limits<double>::quiet_NaN();
         for (std::size_t i = 0; i < t_s.size() && i < line.y.size(); ++i) {
             if (std::isnan(line.y[i])) continue;
+            if (steps && !std::isnan(previous)) add_point(points, x_of(t_s[i], t_max), y_of(previous, y_max));
             add_point(points, x_of(t_s[i], t_max), y_of(line.y[i], y_max));
+            previous = line.y[i];
         }
         out += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + line.color + "\" points=\"" + points +
                "\"><title>" + escape(line.name) + "</title></polyline>";

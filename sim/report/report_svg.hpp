@@ -34,9 +34,10 @@ struct Bar {
 };
 
 // Lines over time: x from 0 to t_max seconds, y from 0 to y_max. Fewer than two points give a
-// short "no time series" note instead of a chart.
+// short "no time series" note instead of a chart. With `steps` each value holds until the next
+// point (a cumulative count rises in steps; drawn as a ramp it would seem to grow between samples).
 std::string line_chart(const std::string& label, const std::vector<double>& t_s, double t_max,
-                       const std::vector<Line>& lines, double y_max, Unit unit);
+                       const std::vector<Line>& lines, double y_max, Unit unit, bool steps = false);
 
 // The same axes, the lines' values stacked bottom-up as filled layers.
 std::string stacked_chart(const std::string& label, const std::vector<double>& t_s, double t_max,

@@ -15,10 +15,12 @@
 #include "sim/io/input_error.hpp"
 #include "sim/io/shell_word.hpp"
 #include "sim/io/suggest.hpp"
+#include "sim/io/version.hpp"
 #include "sim/report/metrics.hpp"
 #include "sim/report/report_html.hpp"
 #include "sim/report/report_svg.hpp"
 #include "sim/report/run_folders.hpp"
+#include "sim/report/suite_index.hpp"
 #include "sim/run/shrink.hpp"
 #include "sim/scenario/expect.hpp"
 
@@ -51,7 +53,7 @@ void write_outputs(const std::string& dir, const RunResult& r, const nlohmann::j
     const std::string report_text = report.dump(2) + "\n";
     const std::string metrics_text = prometheus_text(r.info, r.metrics);
     const std::string html_text =
-        html ? report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}}) : "";
+        html ? report_html({{report["policy"].get<std::string>(), report, dir + "/report.json"}}, dir) : "";
     std::vector<std::pair<std::string, FileWriter>> files = {
         {dir + "/report.json", text_writer(report_text)},
         {dir + "/metrics.prom", text_writer(metrics_text)},
@@ -145,6 +147,26 @@ std::string write_counterexample(const std::string& dir, const Scenario& scenari
            std::to_string(shrunk->runs) + " runs); replay: " + kvcheck_command() + " run " + shell_word(file);
 }
 
+// What report.json (and so report.html) says of the run's verdict: passed or not, judged by which
+// expectation, its failures, the line that reproduces it, the scenario's description, the
+// counterexample written beside it (its file name, "" for none), and the kvcheck that ran.
+nlohmann::json verdict_json(const Scenario& scenario, const std::string& policy,
+                            const std::vector<std::string>& failures, const std::string& reproduce,
+                            const std::string& counterexample_note) {
+    const std::string judged_by = scenario.expect.count(policy) > 0 ? "expect." + policy
+                                  : scenario.expect.count("*") > 0
+                                      ? std::string("expect.*")
+                                      : std::string("strict: no expect entry for this policy, so any invariant "
+                                                    "violation or silent corruption fails");
+    return {{"passed", failures.empty()},
+            {"judged_by", valid_utf8(judged_by)},
+            {"failures", failures},
+            {"reproduce", valid_utf8(reproduce)},
+            {"description", valid_utf8(scenario.description)},
+            {"counterexample", counterexample_note.starts_with("counterexample: ") ? "counterexample.json" : ""},
+            {"kvcheck", kvcheck_version_line()}};
+}
+
 // Runs one scenario file under `policy_name` ("" = its own); with `per_policy` the outputs go
 // into a subfolder named after the policy.
 CaseResult run_case(const std::string& path, const SuiteOptions& args, bool in_suite, const std::string& policy_name,
@@ -183,12 +205,15 @@ CaseResult run_case(const std::string& path, const SuiteOptions& args, bool in_s
     c.report = report_json(result.info, result.metrics);
     c.out_dir = args.out.empty() || !per_policy ? case_folder(args.out, c.name, in_suite)
                                                 : case_folder(args.out, c.name, in_suite) + "/" + c.policy;
-    if (!c.out_dir.empty()) write_outputs(c.out_dir, result, c.report, args.html);
     c.failures = judge_run(expectation_for(scenario, c.policy), c.report);
     c.reproduce = reproduce_command(path, c.policy, c.seed, args.overrides);
-    if (!c.out_dir.empty())
+    // The counterexample first, so that the report beside it can name it.
+    if (!c.out_dir.empty()) {
         c.counterexample_note =
             write_counterexample(c.out_dir, scenario, c.policy, c.seed, result, !c.failures.empty());
+    }
+    c.report["verdict"] = verdict_json(scenario, c.policy, c.failures, c.reproduce, c.counterexample_note);
+    if (!c.out_dir.empty()) write_outputs(c.out_dir, result, c.report, args.html);
     c.steps = result.metrics.events;
     c.first_violation = result.metrics.first_violation;
     c.schedules_written = result.schedules_written;
@@ -325,7 +350,21 @@ void write_suite_manifest(const std::string& dir, const SuiteResult& suite, bool
     const nlohmann::json manifest = {{"kind", "kvcheck.suite/1"}, {"passed", suite.passed()},
                                      {"failed", suite.failed()},  {"errors", suite.errors()},
                                      {"seconds", suite.seconds},  {"cases", cases}};
-    write_file_atomic(suite_manifest_path(dir), manifest.dump(2) + "\n");
+    std::vector<IndexEntry> entries;
+    for (const CaseResult& c : suite.cases) {
+        std::error_code ec;
+        const std::string folder = c.error.empty() ? (per_policy ? c.name + "/" + c.policy : c.name) : "";
+        entries.push_back({c.name + c.policy_tag, folder, case_status(c), c.seconds,
+                           !c.error.empty()     ? c.error
+                           : c.failures.empty() ? ""
+                                                : c.failures.front(),
+                           c.reproduce,
+                           !folder.empty() && std::filesystem::exists(dir + "/" + folder + "/report.html", ec)});
+    }
+    const std::string index = suite_index_html(
+        entries, {suite.passed(), suite.failed(), suite.errors(), suite.seconds, kvcheck_version_line()});
+    write_files_atomic(
+        {{suite_manifest_path(dir), text_writer(manifest.dump(2) + "\n")}, {dir + "/index.html", text_writer(index)}});
 }
 
 }  // namespace
@@ -549,18 +588,23 @@ std::vector<ComparedPolicy> run_compare(const CompareOptions& args, const Compar
         ComparedPolicy p;
         p.policy = name;
         p.report = report_json(result.info, result.metrics);
-        if (!args.out.empty()) write_outputs(args.out + "/" + name, result, p.report, false);
         // Judged as `run` judges it: by the policy's expectation, else strictly.
         p.failures = judge_run(expectation_for(scenario, name), p.report);
-        if (!p.failures.empty()) p.reproduce = reproduce_command(args.target, name, seed, args.overrides);
-        if (!args.out.empty())
+        const std::string reproduce = reproduce_command(args.target, name, seed, args.overrides);
+        if (!p.failures.empty()) p.reproduce = reproduce;
+        if (!args.out.empty()) {
             p.counterexample_note =
                 write_counterexample(args.out + "/" + name, scenario, name, seed, result, !p.failures.empty());
+        }
+        p.report["verdict"] = verdict_json(scenario, name, p.failures, reproduce, p.counterexample_note);
+        if (!args.out.empty()) write_outputs(args.out + "/" + name, result, p.report, false);
         if (hooks.finished) hooks.finished(p);
         out.push_back(std::move(p));
     }
-    if (!args.out.empty())
+    if (!args.out.empty()) {
         write_file_atomic(compare_manifest_path(args.out), compare_manifest_text({args.target, seed, args.policies}));
+        if (args.html) write_report_html(args.out, args.out + "/report.html");
+    }
     return out;
 }
 

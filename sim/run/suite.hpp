@@ -102,6 +102,7 @@ struct CompareOptions {
     std::vector<std::string> policies;
     std::uint64_t seed = 0;
     std::string out;
+    bool html = false;  // also DIR/report.html, the policies side by side
     std::vector<Override> overrides;
 };
 

@@ -126,6 +126,7 @@ void register_compare(CLI::App& app, Common& common) {
     cmd->add_option("--out", args->out,
                     "Write each policy's outputs under DIR/POLICY/ and the policy order to DIR/compare.json");
     cmd->add_flag("--json", *json, "Print {\"policies\": {NAME: report}}");
+    cmd->add_flag("--html", args->html, "Also write DIR/report.html, the policies side by side")->needs("--out");
     cmd->add_flag("--quiet", *quiet, "No progress line");
     add_set_option(cmd, *sets);
     cmd->callback([=, &common] {
