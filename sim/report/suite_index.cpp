@@ -22,8 +22,7 @@ std::string row(const IndexEntry& e) {
         name = "<a href=\"" + svg::escape(e.folder + (e.has_html ? "/report.html" : "/report.json")) + "\">" + name +
                "</a>";
     std::string what = svg::escape(e.first_failure);
-    if (!e.reproduce.empty() && e.status == "failed")
-        what += "<br><code>" + svg::escape(e.reproduce) + "</code>";
+    if (!e.reproduce.empty() && e.status == "failed") what += "<br><code>" + svg::escape(e.reproduce) + "</code>";
     return "<tr><td><span class=\"badge " + std::string(badge) + "\">" + e.status + "</span></td><td>" + name +
            "</td><td class=\"num\">" + seconds_text(e.seconds) + "</td><td>" + what + "</td></tr>\n";
 }
@@ -37,8 +36,8 @@ std::string suite_index_html(const std::vector<IndexEntry>& entries, const Index
                        "\n</head><body>\n<h1>kvcheck suite</h1>\n<p class=\"meta\">" + svg::escape(s.made_by) +
                        " · wall-clock times of this run</p>\n";
     page += std::string("<p class=\"verdict ") + (passed ? "pass\">PASS" : "fail\">FAIL") + "<span> " +
-            std::to_string(s.passed) + " passed, " + std::to_string(s.failed) + " failed, " +
-            std::to_string(s.errors) + (s.errors == 1 ? " error" : " errors") + " in " + seconds_text(s.seconds) +
+            std::to_string(s.passed) + " passed, " + std::to_string(s.failed) + " failed, " + std::to_string(s.errors) +
+            (s.errors == 1 ? " error" : " errors") + " in " + seconds_text(s.seconds) +
             "</span></p>\n<pre id=\"page-errors\"></pre>\n";
     page += "<table class=\"index\"><tr><th>verdict</th><th>scenario</th><th>time</th><th>failure or error</th></tr>\n";
     for (const char* status : {"failed", "error", "passed"})

@@ -9,9 +9,11 @@
 #include <iostream>
 #include <new>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <malloc.h>
 
@@ -80,12 +82,33 @@ void check_values(CLI::App& app) {
 
 // A command-line error as one line, `kvcheck: <input>:--option: what was wrong`: the place is the
 // option CLI11's message names first.
+// CLI11's own phrasing of two common mistakes, said as the rest of kvcheck says them: a value not
+// among the choices (with the nearest one), and an option given without its value.
+std::string plain_words(const std::string& what) {
+    static const std::regex kNotIn("^(.*) not in \\{(.*)\\}$");
+    static const std::regex kMissing("^[0-9]+ required [A-Z]+ missing$");
+    std::smatch m;
+    if (std::regex_match(what, m, kNotIn)) {
+        std::vector<std::string> choices;
+        std::string list;
+        std::stringstream parts(m[2].str());
+        for (std::string c; std::getline(parts, c, ',');) {
+            choices.push_back(c);
+            list += (list.empty() ? "" : ", ") + c;
+        }
+        return "unknown value \"" + m[1].str() + "\"" + kvcheck::sim::did_you_mean(m[1].str(), choices) +
+               " (expected one of " + list + ")";
+    }
+    if (std::regex_match(what, kMissing)) return "expects a value after it";
+    return what;
+}
+
 std::string command_line_error(const std::string& what) {
     static const std::regex kNamed("^(--?[A-Za-z][A-Za-z0-9-]*): (.*)$");
     static const std::regex kMentioned("(--[A-Za-z][A-Za-z0-9-]*)");
     std::smatch m;
     if (std::regex_match(what, m, kNamed))
-        return kvcheck::sim::InputError("", m[1], std::string(m[2]) + " (see --help)").what();
+        return kvcheck::sim::InputError("", m[1], plain_words(m[2]) + " (see --help)").what();
     if (std::regex_search(what, m, kMentioned))
         return kvcheck::sim::InputError("", m[1], what + " (see --help)").what();
     return kvcheck::sim::InputError("", "command line", what + " (see --help)").what();
