@@ -92,6 +92,7 @@ inline constexpr std::size_t kJsonDepthMax = 512;
 // do not count), or npos when text nests no deeper than kJsonDepthMax.
 std::size_t too_deep_at(std::string_view text);
 inline constexpr const char* kTooDeep = "JSON nested deeper than 512 levels; expected at most 512";
+static_assert(kJsonDepthMax == 512, "kTooDeep names the bound: change both together");
 
 // A JSON value as a message may quote it: its text, cut to 60 bytes.
 std::string brief(const nlohmann::json& value);
