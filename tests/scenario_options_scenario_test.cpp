@@ -1,12 +1,14 @@
 // Scenario options beyond the catalogue, through the real kvcheck binary: `run --expected-policies`,
 // faults aimed at a request (`at_request`) and the faults that never fired, and the shrunk
-// counterexample.json a failing run leaves. The fault actions and targets (F2 `mode`, F5 `change`,
+// counterexample.json a failing run leaves; suites of chosen scenarios, their summary, JUnit
+// against junit-10.xsd and the folders a suite may remove. The fault actions and targets (F2 `mode`, F5 `change`,
 // F6/F10 `action`, hottest and counted firings), eviction causes and the miss reasons the text
 // output lists are in tests/fault_actions_scenario_test.cpp; storage tiers in
 // tests/storage_tiers_scenario_test.cpp.
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -346,4 +348,117 @@ TEST(Counterexample, SampledAnswersGoWithTheShrunkRequests) {
     const nlohmann::json report = nlohmann::json::parse(replay.out);
     EXPECT_GT(report["samples_forked"].get<int>(), 0);
     EXPECT_GT(report["invariant_violations"]["OR1_ground_truth"].get<int>(), 0) << replay.all();
+}
+
+// The attributes an element may carry in the Jenkins xUnit plugin's junit-10.xsd (the JUnit
+// dialect every common CI reader takes), and the pattern of its testsuite time.
+namespace {
+
+void expect_junit_10(const std::string& xml) {
+    const std::map<std::string, std::set<std::string>> allowed = {
+        {"testsuite",
+         {"name", "tests", "failures", "errors", "group", "time", "skipped", "timestamp", "hostname", "id", "package",
+          "file", "log", "url"}},
+        {"testcase", {"name", "time", "classname", "group"}},
+        {"failure", {"type", "message"}},
+        {"error", {"type", "message"}}};
+    const std::regex element(R"(<(testsuite|testcase|failure|error)((?:\s+[\w-]+="[^"]*")*)\s*/?>)");
+    const std::regex attribute(R"re(([\w-]+)="([^"]*)")re");
+    std::size_t seen = 0;
+    for (auto it = std::sregex_iterator(xml.begin(), xml.end(), element); it != std::sregex_iterator(); ++it) {
+        ++seen;
+        const std::string name = (*it)[1].str();
+        const std::string attributes = (*it)[2].str();
+        for (auto a = std::sregex_iterator(attributes.begin(), attributes.end(), attribute);
+             a != std::sregex_iterator(); ++a) {
+            EXPECT_EQ(allowed.at(name).count((*a)[1].str()), 1u) << "<" << name << "> " << (*a)[1] << " in\n" << xml;
+            if ((*a)[1] == "time") {
+                EXPECT_TRUE(
+                    std::regex_match((*a)[2].str(), std::regex(R"((([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?)")))
+                    << (*a)[2];
+            }
+        }
+        if (name == "testsuite" || name == "testcase") {
+            EXPECT_NE(attributes.find(" name=\""), std::string::npos) << "name is required on <" << name << ">";
+        }
+    }
+    EXPECT_GT(seen, 1u) << xml;
+}
+
+}  // namespace
+
+// Proves: `kvcheck run a.json b.json c.json` runs that list as a suite: JUnit has its three cases
+// (valid junit-10), a failure and an error are told apart in the closing summary, which lists the
+// failing case with its reproduce line and the error with its message; --json carries the
+// errored scenario too; -k chooses by name; two scenarios of one name are refused.
+TEST(ScenarioSuite, ChosenScenariosRunAsASuiteWithASummary) {
+    const fs::path toy = kSourceDir / "scenarios" / "preset-toy.json";
+    nlohmann::json doc = read_json(kSourceDir / "scenarios" / "fault-f1-interrupted-eviction.json");
+    doc["expect"] = {{"validated", {{"silent_corruptions", {{"min", 1}}}}}};  // validated never corrupts
+    const fs::path failing =
+        relocated_copy(kSourceDir / "scenarios" / "fault-f1-interrupted-eviction.json", doc, "suite-failing");
+    const fs::path broken = scratch("suite-broken") / "broken.json";
+    write_text(
+        broken,
+        R"({"model": "toy", "workload": {"requests": [{"input_tokens": 16}]}, "storage": {"gpu_budget_gib": -1}})");
+    const fs::path xml = scratch("suite-junit") / "junit.xml";
+    const Outcome o =
+        kvcheck({"run", toy.string(), failing.string(), broken.string(), "--junit", xml.string(), "--quiet", "--json"});
+    EXPECT_EQ(o.code, 2) << o.all();
+    const std::string junit = read_text(xml);
+    std::size_t cases = 0;
+    for (std::size_t at = junit.find("<testcase "); at != std::string::npos; at = junit.find("<testcase ", at + 1))
+        ++cases;
+    EXPECT_EQ(cases, 3u) << junit;
+    EXPECT_NE(junit.find("tests=\"3\" failures=\"1\" errors=\"1\""), std::string::npos) << junit;
+    expect_junit_10(junit);
+    const std::string name = failing.stem().string();
+    EXPECT_NE(o.err.find("summary: 1 passed, 1 failed, 1 error in "), std::string::npos) << o.all();
+    const std::size_t listed = o.err.find("FAILED " + name + " (");
+    ASSERT_NE(listed, std::string::npos) << o.all();
+    EXPECT_NE(o.err.find("silent_corruptions = 0, expected at least 1", listed), std::string::npos) << o.all();
+    EXPECT_NE(o.err.find("  reproduce: kvcheck run " + failing.string() + " --policy validated --seed ", listed),
+              std::string::npos)
+        << o.all();
+    EXPECT_NE(o.err.find("ERROR broken: " + broken.string() + ":/storage/gpu_budget_gib: "), std::string::npos)
+        << o.all();
+    const nlohmann::json reports = nlohmann::json::parse(o.out);
+    EXPECT_TRUE(reports["scenarios"].contains("preset-toy"));
+    EXPECT_TRUE(reports["scenarios"].contains(name));
+    EXPECT_NE(reports["errors"]["broken"].get<std::string>().find("gpu_budget_gib"), std::string::npos);
+    EXPECT_EQ(reports["summary"]["errors"], 1);
+    EXPECT_EQ(reports["summary"]["failed"], 1);
+
+    const Outcome chosen = kvcheck({"run", "scenarios", "-k", "fault-f1*", "-k", "preset-toy", "--quiet"});
+    EXPECT_EQ(chosen.code, 0) << chosen.all();
+    EXPECT_NE(chosen.out.find("summary: 4 passed, 0 failed, 0 errors"), std::string::npos) << chosen.all();
+    for (const char* stem :
+         {"fault-f1-interrupted-eviction", "fault-f10-migration-under-graph", "fault-f11-lost-block", "preset-toy"})
+        EXPECT_NE(chosen.out.find("scenarios/" + std::string(stem) + ".json"), std::string::npos) << stem;
+    EXPECT_EQ(kvcheck({"run", "scenarios", "-k", "no-such-*"}).code, 2);
+    const fs::path twin = scratch("suite-twin") / "preset-toy.json";
+    fs::copy_file(toy, twin);
+    const Outcome twins = kvcheck({"run", toy.string(), twin.string(), "--quiet"});
+    EXPECT_EQ(twins.code, 2) << twins.all();
+    EXPECT_NE(twins.err.find("has the name \"preset-toy\" of"), std::string::npos) << twins.all();
+}
+
+// Proves: a suite run into --out removes only what an earlier suite run into that folder wrote:
+// the folder of a scenario the suite no longer has goes, a folder another run made (`run X --out
+// DIR/X`) stays, and DIR/suite.json lists what this run wrote.
+TEST(ScenarioSuite, SuiteRemovesOnlyFoldersAnEarlierSuiteWrote) {
+    const fs::path out = scratch("suite-own-folders");
+    const std::string toy = (kSourceDir / "scenarios" / "preset-toy.json").string();
+    const std::string f1 = (kSourceDir / "scenarios" / "fault-f1-interrupted-eviction.json").string();
+    ASSERT_EQ(kvcheck({"run", toy, "--out", (out / "mine").string(), "--quiet"}).code, 0);
+    ASSERT_EQ(kvcheck({"run", toy, f1, "--out", out.string(), "--quiet"}).code, 0);
+    EXPECT_TRUE(fs::exists(out / "fault-f1-interrupted-eviction" / "report.json"));
+    ASSERT_EQ(kvcheck({"run", toy, "scenarios/preset-qwen3-next.json", "--out", out.string(), "--quiet"}).code, 0);
+    EXPECT_FALSE(fs::exists(out / "fault-f1-interrupted-eviction")) << "an earlier suite's folder the suite dropped";
+    EXPECT_TRUE(fs::exists(out / "mine" / "report.json")) << "a folder no suite run into " << out << " wrote";
+    const nlohmann::json manifest = read_json(out / "suite.json");
+    std::vector<std::string> folders;
+    for (const auto& c : manifest["cases"]) folders.push_back(c["folder"].get<std::string>());
+    EXPECT_EQ(folders, (std::vector<std::string>{"preset-toy", "preset-qwen3-next"}));
+    EXPECT_EQ(manifest["passed"], 2);
 }
