@@ -371,3 +371,22 @@ TEST_F(OutputSafety, ReplayMutantsAndBenchWriteTheirResultToOut) {
 }
 
 }  // namespace
+
+// Proves: the files of one run name one run id (report.json's run_id, metrics.prom's
+// kvcheck_run_info, timeline.json's metadata), the same run again gives the same id, and another
+// seed another, so files of different runs left side by side are told apart.
+TEST_F(OutputSafety, EveryFileOfARunNamesItsRunId) {
+    const std::string toy = std::string(KVCHECK_SOURCE_DIR) + "/scenarios/preset-toy.json";
+    std::vector<std::string> ids;
+    for (const char* seed : {"1", "1", "2"}) {
+        const std::string dir = at(std::string("run-") + std::to_string(ids.size()));
+        ASSERT_EQ(kvcheck("run " + toy + " --seed " + seed + " --quiet --out " + dir).code, 0);
+        const std::string id = nlohmann::json::parse(slurp(dir + "/report.json"))["run_id"].get<std::string>();
+        EXPECT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{16}"))) << id;
+        EXPECT_NE(slurp(dir + "/metrics.prom").find(",run_id=\"" + id + "\"} 1\n"), std::string::npos) << seed;
+        EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/timeline.json"))["metadata"]["run_id"], id) << seed;
+        ids.push_back(id);
+    }
+    EXPECT_EQ(ids[0], ids[1]) << "the same run, the same id";
+    EXPECT_NE(ids[0], ids[2]) << "another seed, another run";
+}

@@ -121,6 +121,7 @@ public:
         metrics_.timeline_untracked_requests = timeline_.untracked_requests();
         RunResult result;
         result.info = {s_.name, s_.preset, policy_, seed_, model::state_hash(world_), rng_.next(), override_texts(s_)};
+        timeline_.set_run_id(run_id(result.info));
         if (sessions_) metrics_.sessions = SessionCounts{sessions_->turns(), sessions_->waited()};
         if (s_.samples > 1) metrics_.samples_forked = forked_;
         result.metrics = std::move(metrics_);

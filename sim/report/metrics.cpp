@@ -296,6 +296,23 @@ std::uint64_t Metrics::total_violations() const {
     return n;
 }
 
+std::string run_id(const RunInfo& info) {
+    std::uint64_t h = 0x72756e6964ULL;  // "runid"
+    const auto text = [&h](const std::string& s) {
+        for (const char c : s) h = hash_combine(h, static_cast<unsigned char>(c));
+        h = hash_combine(h, s.size());
+    };
+    text(info.scenario);
+    text(info.preset);
+    text(info.policy);
+    for (const std::string& o : info.overrides) text(o);
+    text(kvcheck_commit());
+    for (const std::uint64_t v : {info.seed, info.final_state_hash, info.unseed}) h = hash_combine(h, v);
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
+}
+
 nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
     nlohmann::json verdicts = nlohmann::json::object();
     for (int v = 0; v < 4; ++v)
@@ -372,7 +389,8 @@ nlohmann::json report_json(const RunInfo& info, const Metrics& m) {
         {"final_state_hash", hash},
         {"unseed", unseed},
         {"warnings", warnings_json(m)},
-        {"timeline_untracked_requests", m.timeline_untracked_requests}};
+        {"timeline_untracked_requests", m.timeline_untracked_requests},
+        {"run_id", run_id(info)}};
     if (m.sessions) report["sessions"] = {{"turns", m.sessions->turns}, {"waited", m.sessions->waited}};
     if (m.samples_forked) report["samples_forked"] = *m.samples_forked;
     if (!info.overrides.empty())
@@ -569,7 +587,7 @@ std::string prometheus_text(const RunInfo& info, const Metrics& m) {
     seconds_histogram("time_to_first_token_seconds", "Time to first token.", m.ttft, kTtftBoundsS);
     out << "# HELP kvcheck_run_info The kvcheck that wrote this file; always 1.\n# TYPE kvcheck_run_info gauge\n"
         << "kvcheck_run_info{" << policy << ",version=\"" << kvcheck_version() << "\",commit=\"" << kvcheck_commit()
-        << "\"} 1\n";
+        << "\",run_id=\"" << run_id(info) << "\"} 1\n";
     return out.str();
 }
 

@@ -186,6 +186,11 @@ struct RunInfo {
     std::vector<std::string> overrides;  // the run's --set POINTER=VALUE, as given (Scenario::overrides)
 };
 
+// One id for everything a run writes (report.json's run_id, metrics.prom's kvcheck_run_info,
+// timeline.json's metadata), so files of two runs left side by side are told apart: a hash of
+// the run's identity, its final state and the kvcheck commit. The same run gives the same id.
+std::string run_id(const RunInfo& info);
+
 nlohmann::json report_json(const RunInfo& info, const Metrics& m);
 std::string prometheus_text(const RunInfo& info, const Metrics& m);
 

@@ -184,6 +184,7 @@ std::string cell_header(const NamedReport& nr, const Scales&, const std::string&
                       svg::escape(r["preset"].get<std::string>().empty() ? "custom" : r["preset"].get<std::string>()) +
                       " · seed " + r["seed"].dump();
     for (const json& o : r.value("overrides", json::array())) out += " · --set " + svg::escape(o.get<std::string>());
+    if (r.contains("run_id")) out += " · run " + svg::escape(r["run_id"].get<std::string>());
     out += "</p>" + verdict_lines(nr, page_dir);
     // What the scenario expects of this policy is no alarm: a passing run's corruptions are grey.
     if (corruptions + violations == 0)

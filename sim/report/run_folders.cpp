@@ -137,7 +137,7 @@ json load_report(const std::filesystem::path& file) {
     check_shape(report, kShape, "", name);
     // Figures added after schema 1 was fixed: optional (older reports lack them), checked when there.
     static const json kLater = json::parse(R"({"requests_by_reuse_pct": {"*": 0}, "evictions_by_cause": {"*": {"*": 0}},
-        "evictions_last_copy": {"*": 0}, "prompt_tokens": 0, "token_hit_rate": 0.5, "timeline_untracked_requests": 0,
+        "evictions_last_copy": {"*": 0}, "prompt_tokens": 0, "token_hit_rate": 0.5, "timeline_untracked_requests": 0, "run_id": "",
         "verdict": {"passed": true, "judged_by": "", "failures": [""], "reproduce": "", "description": "", "counterexample": "", "kvcheck": ""}, "token_reuse_rate": 0.5,
         "reused_tokens_by_source": {"*": 0}, "trimmed_tokens": 0, "resume_grain_tokens": 0, "miss_tokens": {"*": {"*": 0}},
         "warnings": [{"code": "", "message": ""}], "overrides": [""], "entry_ages_ms": {"*": {"*": {"count": 0, "mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0}}}})");

@@ -67,7 +67,10 @@ void Timeline::write(std::ostream& out) const {
     // the whole replay, and holding the text whole (6.7 MB for the conversation trace) cost half
     // of a run's page faults. Each event is still a JSON value written by nlohmann/json, and the
     // bytes are those of the value {"displayTimeUnit": "ms", "traceEvents": [...]} dumped whole.
-    out << R"({"displayTimeUnit":"ms","traceEvents":[)";
+    // Keys in sorted order, as nlohmann would dump the whole value.
+    out << R"({"displayTimeUnit":"ms",)";
+    if (!run_id_.empty()) out << R"("metadata":)" << nlohmann::json{{"run_id", run_id_}} << ',';
+    out << R"("traceEvents":[)";
     bool first = true;
     const auto emit = [&out, &first](const nlohmann::json& event) {
         if (!first) out << ',';

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/world.hpp"
@@ -35,6 +36,8 @@ public:
     // At most one sample a simulated millisecond; once kMaxSamples are kept, every other one is
     // dropped and the spacing doubles, so the samples always span the whole run.
     void memory(std::uint64_t at_ns, const model::World& world);
+    // The run's id (metrics.hpp run_id), written into the file's metadata.
+    void set_run_id(std::string id) { run_id_ = std::move(id); }
     // The whole timeline.json, newline-terminated, written to `out` as it is made, or as one string.
     void write(std::ostream& out) const;
     std::string dump() const;
@@ -62,6 +65,7 @@ private:
         std::uint64_t state_table_bytes;
     };
     std::uint32_t max_requests_;
+    std::string run_id_;
     std::vector<Event> events_;
     std::vector<MemorySample> memory_samples_;
     std::size_t instants_ = 0;
