@@ -52,10 +52,12 @@ struct Tracking {
     bool looked_up = false;
     bool stale = false;
     bool loaded = false;  // a load for it completed (its read may take tokens from host or disk)
-    // For its timeline slice: the first lookup's verdict and why it fell short, or the invariant
-    // its read broke when it was silently corrupted.
-    std::string verdict;
-    std::string reason;
+    // For its timeline slice: the first lookup's verdict and the miss that cut most from it (kept
+    // raw and worded only when the slice is written, off the lookup path), or the invariant its read
+    // broke when it was silently corrupted.
+    model::VerdictKind verdict{};
+    std::optional<model::Miss> top_miss;
+    std::string corruption;
 };
 
 class Engine {
@@ -172,7 +174,7 @@ private:
                         ? sessions_->spec(turn, uid, record)
                         : std::make_shared<model::RequestSpec>(model::make_request_spec(
                               uid, record.block_ids, record.block_tokens, record.input_tokens, record.output_tokens));
-        admit(std::move(spec), Tracking{uid, turn, false, now_, 0, 0, 0, false, false, false, {}, {}}, from_stream);
+        admit(std::move(spec), Tracking{uid, turn, false, now_, 0, 0, 0, false, false, false, {}, {}, {}}, from_stream);
     }
 
     void admit(std::shared_ptr<const model::RequestSpec> spec, const Tracking& tracking, bool from_stream) {
@@ -195,7 +197,7 @@ private:
             const std::uint32_t uid = static_cast<std::uint32_t>(metrics_.requests++);
             ++forked_;
             admit(std::make_shared<model::RequestSpec>(model::sample_of(*first, uid, sample)),
-                  Tracking{uid, turn, true, now_, 0, 0, 0, false, false, false, {}, {}}, false);
+                  Tracking{uid, turn, true, now_, 0, 0, 0, false, false, false, {}, {}, {}}, false);
         }
     }
 
@@ -314,7 +316,9 @@ private:
     // a session's next turn may start.
     void end_request(std::uint32_t r, const std::string& detail) {
         const Tracking& t = tracking_[r];
-        timeline_.span(t.uid, "request", t.arrival_ns, now_, detail, t.verdict, t.reason);
+        const bool drawn = timeline_.tracks(t.uid);
+        timeline_.span(t.uid, "request", t.arrival_ns, now_, detail, drawn ? verdict_text(t) : std::string(),
+                       drawn ? reason_text(t) : std::string());
         world_.release_request(r);
         ++finished_;
         if (sessions_ && !t.sibling)
@@ -322,20 +326,31 @@ private:
                 schedule(d.at_ns, EventKind::turn, static_cast<std::uint32_t>(d.turn), 0);
     }
 
+    static std::string verdict_text(const Tracking& t) {
+        return t.looked_up ? std::string(model::verdict_name(t.verdict)) : std::string();
+    }
+
+    static std::string reason_text(const Tracking& t) {
+        if (!t.corruption.empty()) return t.corruption;
+        if (!t.looked_up) return {};
+        if (t.top_miss)
+            return std::string(model::form_name(t.top_miss->form)) + "." +
+                   std::string(model::miss_reason_name(t.top_miss->reason)) + " cut " +
+                   std::to_string(t.top_miss->tokens) + " tokens";
+        return t.hash_hit_len == 0 ? "no cached prefix"
+                                   : "hit of " + std::to_string(t.hash_hit_len) + " tokens, nothing cut";
+    }
+
     void first_lookup(std::uint32_t r, const model::LookupResult& res) {
         Tracking& t = tracking_[r];
         t.looked_up = true;
         t.hash_hit_len = res.hash_hit_len;
         if (timeline_.tracks(t.uid)) {
-            t.verdict = std::string(model::verdict_name(res.verdict));
+            t.verdict = res.verdict;
             const auto top =
                 std::max_element(res.misses.begin(), res.misses.end(),
                                  [](const model::Miss& a, const model::Miss& b) { return a.tokens < b.tokens; });
-            t.reason = top != res.misses.end() ? std::string(model::form_name(top->form)) + "." +
-                                                     std::string(model::miss_reason_name(top->reason)) + " cut " +
-                                                     std::to_string(top->tokens) + " tokens"
-                       : res.hash_hit_len == 0 ? "no cached prefix"
-                                               : "hit of " + std::to_string(res.hash_hit_len) + " tokens, nothing cut";
+            if (top != res.misses.end()) t.top_miss = *top;
         }
         metrics_.count_lookup(res, world_.requests[r].spec->input_tokens);
     }
@@ -524,7 +539,7 @@ private:
         if (bad == found.end()) return;
         ++metrics_.silent_corruptions;
         if (timeline_.tracks(tracking_[r].uid))
-            tracking_[r].reason = "silent corruption: " + bad->invariant + " (" + bad->message.substr(0, 160) + ")";
+            tracking_[r].corruption = "silent corruption: " + bad->invariant + " (" + bad->message.substr(0, 160) + ")";
         if (metrics_.corruption_examples.size() >= 20) return;
         Corruption c;
         c.request = tracking_[r].uid;

@@ -7,13 +7,14 @@
 
 namespace kvcheck::sim {
 
-namespace {
-
+// Seconds as a suite prints them: "1.25 s".
 std::string seconds_text(double seconds) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2f s", seconds);
     return text;
 }
+
+namespace {
 
 std::string row(const IndexEntry& e) {
     const char* badge = e.status == "passed" ? "ok" : e.status == "failed" ? "bad" : "warn";

@@ -25,6 +25,9 @@ struct IndexSummary {
     std::string made_by;  // kvcheck_version_line()
 };
 
+// Seconds as a suite prints them in its summary and index: "1.25 s".
+std::string seconds_text(double seconds);
+
 // The page: failures and errors first, then the rest in run order.
 std::string suite_index_html(const std::vector<IndexEntry>& entries, const IndexSummary& summary);
 

@@ -50,12 +50,6 @@ std::string junit_time(double seconds) {
     return text;
 }
 
-std::string seconds_text(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f s", seconds);
-    return text;
-}
-
 }  // namespace
 
 const char* case_status(const CaseResult& c) {
